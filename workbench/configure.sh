@@ -1,0 +1,55 @@
+#!/bin/bash
+# Generate the kernel .config in an O= directory:
+#   virtme-ng minimal VM config + selftest fragments + config/*.config.
+# usage: configure.sh SRC OBJ [debug|nodebug|bisect]
+. "$(dirname "$0")/lib.sh"
+src=$1 obj=$2 flavour=${3:-debug}
+export PATH=$VENV/bin:$PATH
+
+fragments=(
+	"$src/tools/testing/selftests/net/config"
+	"$src/tools/testing/selftests/drivers/net/config"
+	"$TOP/config/series.config"
+	"$TOP/config/debug.config"
+	"$TOP/config/vm-trim.config"
+)
+case $flavour in
+debug) ;;
+nodebug) fragments+=("$TOP/config/nodebug.config") ;;
+bisect) fragments+=("$TOP/config/bisect.config") ;;
+*) die "unknown config flavour $flavour" ;;
+esac
+
+# Skip the work when neither the fragments nor the flavour changed.
+sum=$(cat "${fragments[@]}" | sha256sum | cut -d' ' -f1)-$flavour
+if [ -f "$obj/.config" ] && [ "$(cat "$obj/.config.fragments" 2>/dev/null)" = "$sum" ]; then
+	exit 0
+fi
+
+mkdir -p "$obj"
+log "configuring $obj ($flavour)"
+(cd "$src" && virtme-configkernel --defconfig O="$obj" >/dev/null)
+merged=$obj/.config.fragment
+cat "${fragments[@]}" >"$merged"
+# Everything built in: the guest shares the host's root, which has no
+# modules for this kernel, so modprobe cannot be relied on.
+[ "$flavour" = bisect ] || sed -i 's/=m$/=y/' "$merged"
+(cd "$src" && KCONFIG_CONFIG="$obj/.config" scripts/kconfig/merge_config.sh -m -O "$obj" "$obj/.config" "$merged" >"$obj/.config.merge.log" 2>&1) || { cat "$obj/.config.merge.log" >&2; die "merge_config failed"; }
+[ "$flavour" = bisect ] || sed -i 's/=m$/=y/' "$obj/.config"
+make -s -C "$src" O="$obj" olddefconfig >/dev/null
+
+# Options we ask for explicitly must survive olddefconfig.
+lost=0
+for frag in "$TOP/config/series.config" "$TOP/config/debug.config"; do
+	while IFS= read -r want; do
+		opt=${want%%=*}
+		got=$(grep -E "^$opt=|^# $opt is not set" "$obj/.config" || true)
+		[ "$flavour" = nodebug ] && grep -q "# $opt is not set" "$TOP/config/nodebug.config" && continue
+		if [ "$got" != "$want" ]; then
+			echo "config: wanted $want, got '${got:-nothing}'" >&2
+			lost=1
+		fi
+	done < <(grep -E '^CONFIG_' "$frag")
+done
+[ $lost = 0 ] || die "kernel config lost requested options (missing dependency?)"
+echo "$sum" >"$obj/.config.fragments"
