@@ -7,8 +7,8 @@ dest=$1
 git -C "$dest" am --abort >/dev/null 2>&1 || true
 n=0
 while read -r patch; do
-	[ -f "$TOP/patches/$patch" ] || die "series lists $patch, which does not exist"
-	if ! git -C "$dest" am -q --keep-cr "$TOP/patches/$patch" >"$dest/.git/am.log" 2>&1; then
+	[ -f "$PATCHES/$patch" ] || die "series lists $patch, which does not exist"
+	if ! git -C "$dest" am -q --keep-cr "$PATCHES/$patch" >"$dest/.git/am.log" 2>&1; then
 		cat "$dest/.git/am.log" >&2
 		git -C "$dest" am --abort >/dev/null 2>&1 || true
 		die "patch does not apply: $patch"

@@ -14,6 +14,7 @@ APPLY=$CACHE/apply      # scratch worktree for git am and bisect checks
 OBJ=${OBJ:-$CACHE/obj}  # O= build directory of the test kernel
 VENV=$CACHE/venv
 RESULTS=${RESULTS:-$TOP/build/results}
+PATCHES=${PATCHES:-$TOP/patches}
 export CCACHE_DIR=${CCACHE_DIR:-$CACHE/ccache}
 export CCACHE_BASEDIR=$CACHE
 export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-8G}
@@ -31,5 +32,5 @@ make_cc() {
 
 # Patch file names in series order, comments and blank lines stripped.
 series_patches() {
-	sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$TOP/patches/series"
+	sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$PATCHES/series"
 }

@@ -19,7 +19,7 @@ fi
 git -C "$dest" fetch -q "$SRC" "refs/tags/$base:refs/tags/$base"
 git -C "$dest" checkout -q -f -B series "$base"
 "$TOP/workbench/apply.sh" "$dest"
-cover=$TOP/patches/0000-cover-letter.patch
+cover=$PATCHES/0000-cover-letter.patch
 if [ -f "$cover" ]; then
 	git -C "$dest" config branch.series.description "$("$TOP/workbench/cover-description.py" <"$cover")"
 fi

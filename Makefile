@@ -1,0 +1,41 @@
+# Thin entry points; the work is done by the scripts in workbench/.
+# See README.md.
+WB := workbench
+
+.PHONY: help deps fetch tree export build test run bench unit clean
+
+help:
+	@echo "make run     - build the patched kernel, boot it, show the demo"
+	@echo "make test    - unit tests, per-patch checks, build, selftests in a VM"
+	@echo "make tree    - materialise build/linux: base + one commit per patch"
+	@echo "make export  - regenerate patches/ from build/linux"
+	@echo "make build   - apply the series and build the kernel"
+	@echo "make unit    - the workbench's own unit tests"
+
+deps:
+	$(WB)/deps.sh
+
+fetch: deps
+	$(WB)/fetch-base.sh
+
+tree: fetch
+	$(WB)/tree.sh
+
+export:
+	$(WB)/export.sh
+
+build: deps
+	$(WB)/prepare-tree.sh
+	$(WB)/build.sh
+
+unit: deps
+	$(WB)/unit.sh
+
+test:
+	$(WB)/test.sh
+
+run:
+	$(WB)/run.sh
+
+clean:
+	rm -rf build/results build/ksft

@@ -1,0 +1,61 @@
+import json
+import os
+import subprocess
+import sys
+
+WB = os.path.join(os.path.dirname(__file__), "..", "workbench")
+FIX = os.path.join(os.path.dirname(__file__), "fixtures")
+
+
+def make_run(tmp_path, finished, died_in=None, console=""):
+    vm = tmp_path / "vm" / "tests"
+    vm.mkdir(parents=True)
+    lst = tmp_path / "list"
+    lst.write_text("net:a.py 10\nnet:b.py 10\n")
+    lines = []
+    for name, tapfile, dmesg in finished:
+        (vm / (name.replace(":", "_") + ".tap")).write_text(
+            open(os.path.join(FIX, tapfile)).read())
+        (vm / (name.replace(":", "_") + ".dmesg")).write_text(
+            open(os.path.join(FIX, dmesg)).read())
+        lines.append(json.dumps({"test": name, "rc": 0, "seconds": 1.0, "timeout": 10}))
+    (tmp_path / "vm" / "guest-results.jsonl").write_text("\n".join(lines) + "\n")
+    if died_in:
+        (tmp_path / "vm" / "current-test").write_text(died_in + "\n")
+    (tmp_path / "vm" / "console.log").write_text(console)
+    proc = subprocess.run([sys.executable, os.path.join(WB, "report.py"),
+                           "--results", str(tmp_path), "--list", str(lst)],
+                          capture_output=True, text=True)
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    return proc, {r["name"]: r for r in summary["results"]}
+
+
+def test_splat_fails_a_passing_test(tmp_path):
+    proc, res = make_run(tmp_path, [("net:a.py", "skip.tap", "clean.dmesg"),
+                                    ("net:b.py", "skip.tap", "warn.dmesg")])
+    assert res["net:a.py"]["status"] == "skip"
+    assert res["net:b.py"]["status"] == "fail"
+    assert "warning" in res["net:b.py"]["reason"]
+    assert proc.returncode == 1
+    assert proc.stdout.splitlines()[-1] == "0 passed, 1 failed, 1 skipped"
+
+
+def test_crash_is_attributed_to_the_running_test(tmp_path):
+    console = "[ 30.0] Oops: int3: 0000 [#1] PREEMPT SMP\n[ 30.1] RIP: enqueue_timer\n"
+    proc, res = make_run(tmp_path, [("net:a.py", "skip.tap", "clean.dmesg")],
+                         died_in="net:b.py", console=console)
+    assert res["net:b.py"]["status"] == "fail"
+    assert res["net:b.py"]["reason"] == "VM died during this test"
+    assert res["net:b.py"]["splats"][0]["kind"] == "oops"
+    assert proc.returncode == 1
+
+
+def test_missing_dmesg_fails(tmp_path):
+    proc, res = make_run(tmp_path, [("net:a.py", "skip.tap", "clean.dmesg")])
+    os.unlink(tmp_path / "vm" / "tests" / "net_a.py.dmesg")
+    proc = subprocess.run([sys.executable, os.path.join(WB, "report.py"),
+                           "--results", str(tmp_path), "--list", str(tmp_path / "list")],
+                          capture_output=True, text=True)
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    first = summary["results"][0]
+    assert first["status"] == "fail" and "splat scan impossible" in first["reason"]

@@ -1,0 +1,38 @@
+import os
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "workbench"))
+import splat  # noqa: E402
+
+FIX = os.path.join(os.path.dirname(__file__), "fixtures")
+
+
+def scan(name):
+    with open(os.path.join(FIX, name)) as fp:
+        return splat.scan(fp.read())
+
+
+def test_clean_log_has_no_splat():
+    assert scan("clean.dmesg") == []
+
+
+def test_warning_found_once_per_line():
+    kinds = [s["kind"] for s in scan("warn.dmesg")]
+    assert kinds == ["warning", "warning"]
+
+
+def test_every_kind_detected():
+    kinds = {s["kind"] for s in scan("splats.dmesg")}
+    assert {"kfence", "lockdep", "rcu_stall", "hung_task", "oops",
+            "atomic_sleep"} <= kinds
+
+
+def test_cli_exit_codes(tmp_path):
+    script = os.path.join(os.path.dirname(__file__), "..", "workbench", "splat.py")
+    ok = subprocess.run([sys.executable, script, os.path.join(FIX, "clean.dmesg")])
+    bad = subprocess.run([sys.executable, script, os.path.join(FIX, "warn.dmesg")],
+                         capture_output=True)
+    missing = subprocess.run([sys.executable, script, str(tmp_path / "nope")],
+                             capture_output=True)
+    assert (ok.returncode, bad.returncode, missing.returncode) == (0, 1, 2)

@@ -1,0 +1,47 @@
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "workbench"))
+import tap  # noqa: E402
+
+FIX = os.path.join(os.path.dirname(__file__), "fixtures")
+
+
+def parse(name):
+    with open(os.path.join(FIX, name)) as fp:
+        return tap.parse(fp.read())
+
+
+def test_nested_cases_and_top_result():
+    tops = parse("napi_config.tap")
+    assert len(tops) == 1
+    top = tops[0]
+    assert top["name"] == "selftests: net: napi_config.py"
+    assert top["status"] == "fail"
+    assert [c["status"] for c in top["cases"]] == ["pass", "fail", "skip", "pass"]
+    assert top["cases"][2]["reason"] == "cannot run in a user namespace"
+
+
+def test_timeout_is_failure():
+    top = parse("timeout.tap")[0]
+    assert top["status"] == "fail"
+    assert top["directive"] == "TIMEOUT"
+
+
+def test_skip_directive():
+    assert parse("skip.tap")[0]["status"] == "skip"
+
+
+def test_xfail():
+    tops = tap.parse("not ok 1 something # XFAIL known\n")
+    assert tops[0]["status"] == "xfail"
+
+
+def test_truncated_output_fails():
+    tops = tap.parse("# ok 1 a\n# ok 2 b\n")
+    assert tops[-1]["status"] == "fail"
+    assert len(tops[-1]["cases"]) == 2
+
+
+def test_no_results():
+    assert not tap.parse("random noise\n")

@@ -1,0 +1,31 @@
+#!/bin/bash
+# Install the selftests listed in selftests.list from SRC with the
+# kselftest install target, plus run_kselftest.sh and its list.
+# Only Python/shell tests and the C helpers named in SELFTEST_GEN_FILES
+# are built, so no toolchain beyond gcc is needed.
+# usage: ksft-install.sh SRC DEST
+. "$(dirname "$0")/lib.sh"
+src=$1 dest=$2
+sel=$src/tools/testing/selftests
+# C helpers our tests need, per collection ("dir:file ...").
+SELFTEST_GEN_FILES=${SELFTEST_GEN_FILES:-}
+
+rm -rf "$dest"
+mkdir -p "$dest"
+tests=$(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$TOP/workbench/selftests.list" | awk '{print $1}')
+collections=$(echo "$tests" | cut -d: -f1 | sort -u)
+for dir in net/lib $collections; do
+	gen=$(for g in $SELFTEST_GEN_FILES; do [ "${g%%:*}" = "$dir" ] && echo "${g#*:}"; done | xargs)
+	make -s -C "$sel/$dir" install INSTALL_PATH="$dest/$dir" \
+		SRC_PATH="$sel" OBJ_PATH="$dest" \
+		TEST_GEN_PROGS= TEST_GEN_PROGS_EXTENDED= TEST_GEN_FILES="$gen" \
+		>"$dest/install-${dir//\//_}.log" 2>&1 ||
+		{ cat "$dest/install-${dir//\//_}.log" >&2; die "selftest install failed for $dir"; }
+done
+cp -a "$sel/run_kselftest.sh" "$dest/"
+mkdir -p "$dest/kselftest"
+cp -a "$sel/kselftest/runner.sh" "$sel/kselftest/prefix.pl" "$sel/kselftest/ktap_helpers.sh" "$dest/kselftest/"
+echo "$tests" >"$dest/kselftest-list.txt"
+for t in $tests; do
+	[ -e "$dest/${t%%:*}/${t#*:}" ] || die "selftest $t is not in the tree"
+done

@@ -1,0 +1,134 @@
+#!/usr/bin/env python3
+"""Turn the raw outputs of a 'make test' run into per-test results.
+
+Reads build/results/vm (TAP, dmesg, guest-results.jsonl, console.log) and
+any extra result lists (static checks, unit tests), writes summary.json,
+prints one line per test and the closing 'N passed, N failed, N skipped'.
+Exit status 1 on any failure or kernel splat.
+"""
+import argparse
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import splat  # noqa: E402
+import tap  # noqa: E402
+
+
+def read_list(path):
+    tests = []
+    with open(path) as fp:
+        for line in fp:
+            line = line.split("#", 1)[0].strip()
+            if line:
+                name, timeout = line.split()
+                tests.append((name, int(timeout)))
+    return tests
+
+
+def load_jsonl(path):
+    if not os.path.exists(path):
+        return {}
+    with open(path) as fp:
+        return {r["test"]: r for r in map(json.loads, filter(str.strip, fp))}
+
+
+def read(path):
+    with open(path, errors="replace") as fp:
+        return fp.read()
+
+
+def vm_results(vmdir, tests, filt=None):
+    guest = load_jsonl(os.path.join(vmdir, "guest-results.jsonl"))
+    current = os.path.join(vmdir, "current-test")
+    died_in = read(current).strip() if os.path.exists(current) else None
+    console = os.path.join(vmdir, "console.log")
+    console_splats = splat.scan(read(console)) if os.path.exists(console) else []
+    accel = read(os.path.join(vmdir, "accel")).strip() \
+        if os.path.exists(os.path.join(vmdir, "accel")) else "unknown"
+    results = []
+    for name, _ in tests:
+        if filt and filt not in name:
+            continue
+        base = os.path.join(vmdir, "tests", name.replace(":", "_").replace("/", "_"))
+        res = {"name": name, "kind": "selftest", "status": "fail", "reason": None,
+               "cases": [], "splats": [], "seconds": None}
+        results.append(res)
+        if name not in guest:
+            if name == died_in:
+                res["reason"] = "VM died during this test"
+                res["splats"] = console_splats
+            else:
+                res["reason"] = "not run (VM stopped before it)"
+            continue
+        res["seconds"] = guest[name]["seconds"]
+        tops = tap.parse(read(base + ".tap")) if os.path.exists(base + ".tap") else []
+        if tops:
+            top = tops[-1]
+            res["status"] = top["status"]
+            res["reason"] = top["reason"]
+            res["cases"] = [c for t in tops for c in t["cases"]]
+        else:
+            res["reason"] = f"no TAP result (rc {guest[name]['rc']})"
+        if not os.path.exists(base + ".dmesg"):
+            res["status"] = "fail"
+            res["reason"] = "kernel log missing, splat scan impossible"
+            continue
+        res["splats"] = splat.scan(read(base + ".dmesg"))
+        if res["splats"]:
+            res["status"] = "fail"
+            first = res["splats"][0]
+            res["reason"] = f"kernel {first['kind']}: {first['text']}"
+    # A crash outside any test (boot, between tests) still fails the run.
+    if console_splats and not any(r["splats"] for r in results):
+        first = console_splats[0]
+        results.append({"name": "vm:console", "kind": "vm", "status": "fail",
+                        "reason": f"kernel {first['kind']} on the console: {first['text']}",
+                        "cases": [], "splats": console_splats, "seconds": None})
+    return results, accel
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--results", required=True)
+    ap.add_argument("--list", required=True)
+    ap.add_argument("--filter", default=None)
+    ap.add_argument("--extra", action="append", default=[],
+                    help="JSON list of results from other steps")
+    args = ap.parse_args()
+
+    results = []
+    for path in args.extra:
+        if os.path.exists(path):
+            with open(path) as fp:
+                results.extend(json.load(fp))
+    accel = None
+    vmdir = os.path.join(args.results, "vm")
+    if os.path.isdir(vmdir):
+        vm, accel = vm_results(vmdir, read_list(args.list), args.filter)
+        results.extend(vm)
+
+    for r in results:
+        secs = f" ({r['seconds']:.0f}s)" if r.get("seconds") is not None else ""
+        ncases = len(r.get("cases", []))
+        cases = f" [{ncases} cases]" if ncases else ""
+        reason = f" - {r['reason']}" if r.get("reason") and r["status"] != "pass" else ""
+        print(f"{r['status'].upper():5} {r['name']}{cases}{secs}{reason}")
+        for c in r.get("cases", []):
+            if c["status"] == "fail":
+                print(f"      not ok: {c['name']}")
+
+    counts = {s: sum(r["status"] == s for r in results) for s in ("pass", "fail", "skip", "xfail")}
+    summary = {"accel": accel, "counts": counts, "results": results}
+    with open(os.path.join(args.results, "summary.json"), "w") as fp:
+        json.dump(summary, fp, indent=1)
+    if accel:
+        print(f"(VM accelerator: {accel})")
+    passed = counts["pass"] + counts["xfail"]
+    print(f"{passed} passed, {counts['fail']} failed, {counts['skip']} skipped")
+    return 1 if counts["fail"] or not results else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,69 @@
+#!/bin/bash
+# 'make test': unit tests of the workbench, static checks of every patch,
+# build, then the selftests in a VM. Prints one line per test and the
+# closing "N passed, N failed, N skipped"; non-zero exit on any failure.
+# TESTS=substring runs only matching selftests; SKIP_STATIC=1 skips the
+# per-patch checks (developer loop).
+. "$(dirname "$0")/lib.sh"
+start=$(date +%s)
+rm -rf "$RESULTS"
+mkdir -p "$RESULTS"
+extra=()
+
+step() { log "[$(( $(date +%s) - start ))s] $*"; }
+
+step "prerequisites"
+"$TOP/workbench/deps.sh"
+
+step "workbench unit tests"
+if "$VENV/bin/python" -m pytest -q "$TOP/tests" >"$RESULTS/unit.log" 2>&1; then unit=pass; else unit=fail; fi
+tail -1 "$RESULTS/unit.log" >&2
+printf '[{"name": "unit:workbench", "kind": "unit", "status": "%s", "reason": %s}]\n' \
+	"$unit" "$([ $unit = pass ] && echo null || echo '"see build/results/unit.log"')" >"$RESULTS/unit.json"
+extra+=(--extra "$RESULTS/unit.json")
+
+finish() {
+	step "report (results in $RESULTS)"
+	python3 "$TOP/workbench/report.py" --results "$RESULTS" \
+		--list "$TOP/workbench/selftests.list" ${TESTS:+--filter "$TESTS"} "${extra[@]}"
+}
+
+step "apply the series to the base"
+if ! "$TOP/workbench/prepare-tree.sh" 2>"$RESULTS/apply.log"; then
+	cat "$RESULTS/apply.log" >&2
+	reason=$(grep -o 'patch does not apply: .*' "$RESULTS/apply.log" | head -1)
+	printf '[{"name": "series:apply", "kind": "static", "status": "fail", "reason": "%s"}]\n' \
+		"${reason:-see build/results/apply.log}" >"$RESULTS/apply.json"
+	extra+=(--extra "$RESULTS/apply.json")
+	finish
+	exit 1
+fi
+
+if [ -z "${SKIP_STATIC:-}" ]; then
+	step "per-patch checks (checkpatch, Signed-off-by, W=1 build of touched dirs)"
+	"$TOP/workbench/check-patches.sh" "$RESULTS/static.json" || true
+	extra+=(--extra "$RESULTS/static.json")
+fi
+
+step "kernel build"
+if ! "$TOP/workbench/build.sh" "$SRC" "$OBJ" debug; then
+	printf '[{"name": "kernel:build", "kind": "build", "status": "fail", "reason": "build failed at the series tip, see %s"}]\n' \
+		"$OBJ/build.log" >"$RESULTS/build.json"
+	extra+=(--extra "$RESULTS/build.json")
+	finish
+	exit 1
+fi
+
+step "install selftests"
+"$TOP/workbench/ksft-install.sh" "$SRC" "$TOP/build/ksft"
+
+step "selftests in the VM"
+accel=${VM_ACCEL:-$("$TOP/workbench/vm-accel.sh" "$OBJ/arch/x86/boot/bzImage")}
+scale=1
+[ "$accel" = tcg ] && scale=${TCG_TIMEOUT_SCALE:-3}
+total=$(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$TOP/workbench/selftests.list" | awk '{s += $2} END {print s}')
+VM_ACCEL=$accel "$TOP/workbench/vm.sh" "$OBJ/arch/x86/boot/bzImage" "$RESULTS/vm" \
+	$((total * scale + 120)) \
+	"$TOP/workbench/guest-run-tests.sh $TOP/build/ksft $RESULTS/vm $scale ${TESTS:-}" || true
+
+finish
