@@ -7,7 +7,7 @@ APT_PACKAGES=(
 	bc bison busybox-static ccache cpio dwarves ethtool flex gcc git iproute2
 	kmod libcap-dev libelf-dev libmnl-dev libssl-dev make pahole python3-venv
 	python3-yaml qemu-system-x86 rsync socat udev xz-utils zstd
-	libbpf-dev libxdp-dev bpftrace memcached python3-matplotlib
+	libbpf-dev libxdp-dev bpftrace memcached python3-matplotlib python3-git python3-ply
 )
 VENV_PACKAGES=(virtme-ng==1.42 pytest==8.3.3)
 
