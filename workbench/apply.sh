@@ -5,11 +5,13 @@
 dest=$1
 
 git -C "$dest" am --abort >/dev/null 2>&1 || true
+am_log=$(mktemp)
+trap 'rm -f "$am_log"' EXIT
 n=0
 while read -r patch; do
 	[ -f "$PATCHES/$patch" ] || die "series lists $patch, which does not exist"
-	if ! git -C "$dest" am -q --keep-cr "$PATCHES/$patch" >"$dest/.git/am.log" 2>&1; then
-		cat "$dest/.git/am.log" >&2
+	if ! git -C "$dest" am -q --keep-cr "$PATCHES/$patch" >"$am_log" 2>&1; then
+		cat "$am_log" >&2
 		git -C "$dest" am --abort >/dev/null 2>&1 || true
 		die "patch does not apply: $patch"
 	fi
