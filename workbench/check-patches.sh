@@ -47,7 +47,7 @@ for i in "${!commits[@]}"; do
 	git -C "$APPLY" log -1 --format=%b "$c" | grep -q '^Signed-off-by: .* <.*@.*>$' || problems+=("no Signed-off-by")
 
 	cp_log=$logdir/${name%.patch}.checkpatch
-	(cd "$APPLY" && scripts/checkpatch.pl --strict --no-color --show-types --terse \
+	(cd "$APPLY" && PATH=/usr/bin:$PATH scripts/checkpatch.pl --strict --no-color --show-types --terse \
 		"$PATCHES/$name") >"$cp_log" 2>&1 || true
 	while read -r level type; do
 		if [ "$level" = ERROR ]; then

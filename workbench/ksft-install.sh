@@ -8,16 +8,21 @@
 src=$1 dest=$2
 sel=$src/tools/testing/selftests
 # C helpers our tests need, per collection ("dir:file ...").
-SELFTEST_GEN_FILES=${SELFTEST_GEN_FILES:-}
+SELFTEST_GEN_FILES=${SELFTEST_GEN_FILES:-net:busy_poller}
 
 rm -rf "$dest"
 mkdir -p "$dest"
+# C helpers include the uapi of the patched tree (new netdev attributes).
+hdrs=$CACHE/obj-headers
+make -s -C "$src" O="$hdrs" headers >/dev/null 2>&1 || die "make headers failed in $src"
 tests=$(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$TOP/workbench/selftests.list" | awk '{print $1}')
 collections=$(echo "$tests" | cut -d: -f1 | sort -u)
 for dir in net/lib $collections; do
-	gen=$(for g in $SELFTEST_GEN_FILES; do [ "${g%%:*}" = "$dir" ] && echo "${g#*:}"; done | xargs)
+	# Absolute paths: a command-line TEST_GEN_FILES bypasses lib.mk's
+	# $(OUTPUT)/ prefixing.
+	gen=$(for g in $SELFTEST_GEN_FILES; do [ "${g%%:*}" = "$dir" ] && echo "$sel/$dir/${g#*:}"; done | xargs)
 	make -s -C "$sel/$dir" install INSTALL_PATH="$dest/$dir" \
-		SRC_PATH="$sel" OBJ_PATH="$dest" \
+		SRC_PATH="$sel" OBJ_PATH="$dest" KHDR_INCLUDES="-isystem $hdrs/usr/include" \
 		TEST_GEN_PROGS= TEST_GEN_PROGS_EXTENDED= TEST_GEN_FILES="$gen" \
 		>"$dest/install-${dir//\//_}.log" 2>&1 ||
 		{ cat "$dest/install-${dir//\//_}.log" >&2; die "selftest install failed for $dir"; }
