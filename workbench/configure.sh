@@ -28,7 +28,8 @@ fi
 
 mkdir -p "$obj"
 log "configuring $obj ($flavour)"
-(cd "$src" && virtme-configkernel --defconfig O="$obj" >/dev/null)
+(cd "$src" && virtme-configkernel --defconfig O="$obj" >"$obj/.config.vng.log" 2>&1) ||
+	{ cat "$obj/.config.vng.log" >&2; die "virtme-configkernel failed"; }
 merged=$obj/.config.fragment
 cat "${fragments[@]}" >"$merged"
 # Everything built in: the guest shares the host's root, which has no
@@ -36,11 +37,16 @@ cat "${fragments[@]}" >"$merged"
 [ "$flavour" = bisect ] || sed -i 's/=m$/=y/' "$merged"
 (cd "$src" && KCONFIG_CONFIG="$obj/.config" scripts/kconfig/merge_config.sh -m -O "$obj" "$obj/.config" "$merged" >"$obj/.config.merge.log" 2>&1) || { cat "$obj/.config.merge.log" >&2; die "merge_config failed"; }
 [ "$flavour" = bisect ] || sed -i 's/=m$/=y/' "$obj/.config"
-make -s -C "$src" O="$obj" olddefconfig >/dev/null
+# Overrides between fragments are expected; the log keeps them.
+make -s -C "$src" O="$obj" olddefconfig >"$obj/.config.olddefconfig.log" 2>&1 ||
+	{ cat "$obj/.config.olddefconfig.log" >&2; die "olddefconfig failed"; }
 
 # Options we ask for explicitly must survive olddefconfig.
 lost=0
-for frag in "$TOP/config/series.config" "$TOP/config/debug.config"; do
+checked=("$TOP/config/series.config" "$TOP/config/debug.config")
+# The bisect tree only needs what it compiles, modules included.
+[ "$flavour" = bisect ] && checked=("$TOP/config/bisect.config")
+for frag in "${checked[@]}"; do
 	while IFS= read -r want; do
 		opt=${want%%=*}
 		got=$(grep -E "^$opt=|^# $opt is not set" "$obj/.config" || true)
