@@ -19,14 +19,17 @@ add_result() { # name status reason
 	results+=("$(python3 -c 'import json,sys; print(json.dumps({"name": sys.argv[1], "kind": "static", "status": sys.argv[2], "reason": sys.argv[3] or None}))' "$@")")
 }
 
-# Directories to build for the files a commit touches.
+# What to build for the files a commit touches: the object of each C
+# file, the directory of a driver-local header, and net/core/ (the main
+# user of everything the series changes) for a shared header.
 build_targets() {
 	local f
 	for f in $(git -C "$APPLY" diff --name-only "$1~1" "$1"); do
 		case $f in
 		tools/* | Documentation/* | MAINTAINERS) ;;
-		include/* | net/core/*) echo "net/core/" ;;
-		*.c | *.h) echo "$(dirname "$f")/" ;;
+		include/*) echo "net/core/" ;;
+		*.c) echo "${f%.c}.o" ;;
+		*.h) echo "$(dirname "$f")/" ;;
 		esac
 	done | sort -u
 }

@@ -6,6 +6,8 @@ set -u
 ksft=$1 out=$2 scale=$3 filter=${4:-}
 list=$(dirname "$0")/selftests.list
 mkdir -p "$out/tests"
+mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug
+mountpoint -q /sys/kernel/tracing || mount -t tracefs none /sys/kernel/tracing
 : >"$out/guest-results.jsonl"
 uname -r >"$out/guest-kernel"
 

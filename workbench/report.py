@@ -9,6 +9,8 @@ Exit status 1 on any failure or kernel splat.
 import argparse
 import json
 import os
+import re
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -39,12 +41,35 @@ def read(path):
         return fp.read()
 
 
-def vm_results(vmdir, tests, filt=None):
+WARN_AT = re.compile(r" at ([\w./-]+\.[ch]):(\d+)")
+
+
+def blame(tree, splats):
+    """Name the series patch that wrote the line a WARNING/BUG points at."""
+    for sp in splats:
+        m = WARN_AT.search(sp["text"])
+        if not tree or not m:
+            continue
+        path, line = m.group(1), m.group(2)
+        out = subprocess.run(["git", "-C", tree, "blame", "--porcelain", "-L",
+                              f"{line},{line}", "--", path],
+                             capture_output=True, text=True, check=False)
+        if out.returncode or not out.stdout:
+            continue
+        sha = out.stdout.split()[0]
+        subject = subprocess.run(["git", "-C", tree, "log", "-1", "--format=%s", sha],
+                                 capture_output=True, text=True, check=False).stdout.strip()
+        if subject and not subject.startswith("base:"):
+            sp["patch"] = subject
+
+
+def vm_results(vmdir, tests, filt=None, tree=None):
     guest = load_jsonl(os.path.join(vmdir, "guest-results.jsonl"))
     current = os.path.join(vmdir, "current-test")
     died_in = read(current).strip() if os.path.exists(current) else None
     console = os.path.join(vmdir, "console.log")
     console_splats = splat.scan(read(console)) if os.path.exists(console) else []
+    blame(tree, console_splats)
     accel = read(os.path.join(vmdir, "accel")).strip() \
         if os.path.exists(os.path.join(vmdir, "accel")) else "unknown"
     results = []
@@ -76,10 +101,13 @@ def vm_results(vmdir, tests, filt=None):
             res["reason"] = "kernel log missing, splat scan impossible"
             continue
         res["splats"] = splat.scan(read(base + ".dmesg"))
+        blame(tree, res["splats"])
         if res["splats"]:
             res["status"] = "fail"
             first = res["splats"][0]
             res["reason"] = f"kernel {first['kind']}: {first['text']}"
+            if first.get("patch"):
+                res["reason"] += f" (line from patch '{first['patch']}')"
     # A crash outside any test (boot, between tests) still fails the run.
     if console_splats and not any(r["splats"] for r in results):
         first = console_splats[0]
@@ -94,6 +122,8 @@ def main():
     ap.add_argument("--results", required=True)
     ap.add_argument("--list", required=True)
     ap.add_argument("--filter", default=None)
+    ap.add_argument("--tree", default=None,
+                    help="git tree of the tested kernel, to name the patch behind a splat")
     ap.add_argument("--extra", action="append", default=[],
                     help="JSON list of results from other steps")
     args = ap.parse_args()
@@ -106,7 +136,7 @@ def main():
     accel = None
     vmdir = os.path.join(args.results, "vm")
     if os.path.isdir(vmdir):
-        vm, accel = vm_results(vmdir, read_list(args.list), args.filter)
+        vm, accel = vm_results(vmdir, read_list(args.list), args.filter, args.tree)
         results.extend(vm)
 
     for r in results:

@@ -25,7 +25,8 @@ extra+=(--extra "$RESULTS/unit.json")
 finish() {
 	step "report (results in $RESULTS)"
 	python3 "$TOP/workbench/report.py" --results "$RESULTS" \
-		--list "$TOP/workbench/selftests.list" ${TESTS:+--filter "$TESTS"} "${extra[@]}"
+		--list "$TOP/workbench/selftests.list" --tree "$SRC" \
+		${TESTS:+--filter "$TESTS"} "${extra[@]}"
 }
 
 step "apply the series to the base"
