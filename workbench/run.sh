@@ -4,11 +4,12 @@
 "$TOP/workbench/deps.sh"
 "$TOP/workbench/prepare-tree.sh"
 "$TOP/workbench/build.sh" "$SRC" "$OBJ" debug
+"$TOP/workbench/ksft-install.sh" "$SRC" "$TOP/build/ksft"
 out=$RESULTS/demo
 rm -rf "$out"
 mkdir -p "$out"
 "$TOP/workbench/vm.sh" "$OBJ/arch/x86/boot/bzImage" "$out" 600 \
-	"$TOP/workbench/demo/guest-demo.sh $SRC > $out/demo.txt 2>&1" || true
+	"$TOP/workbench/demo/guest-demo.sh $SRC $TOP/build/ksft > $out/demo.txt 2>&1" || true
 if [ ! -s "$out/demo.txt" ]; then
 	tail -40 "$out/console.log" >&2
 	die "the demo produced no output (console: $out/console.log)"

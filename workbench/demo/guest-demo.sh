@@ -1,9 +1,10 @@
 #!/bin/bash
 # Runs inside the VM for 'make run': shows what the series offers on two
 # linked netdevsim devices in two network namespaces.
-# usage: guest-demo.sh SRC
+# usage: guest-demo.sh SRC KSFT_DIR
 set -eu
 export YNL_SRC=$1
+poller=$2/net/busy_poller
 . "$(dirname "$0")/lib.sh"
 
 echo "# napi-series demo on $(uname -r)"
@@ -33,14 +34,60 @@ else
 	say "this kernel has no napi-set yet"
 fi
 
+napi_dump() { ynl nsA --dump napi-get --json "{\"ifindex\": $ifi}"; }
+
+if [ -w /sys/class/net ] && ip netns exec nsA sh -c 'echo 2 > /sys/class/net/nsim1/threaded' 2>/dev/null; then
+	say "Threaded NAPI busy polling: sysfs threaded = 2 on nsim1"
+	show napi_dump
+	pids=$(napi_dump | python3 -c 'import ast,sys; print(" ".join(str(n["pid"]) for n in ast.literal_eval(sys.stdin.read()) if "pid" in n))')
+	show ps -o pid,comm,stat,time -p "${pids// /,}"
+	say "back to softirq: sysfs threaded = 0 (kthreads stop, pid disappears)"
+	show ip netns exec nsA sh -c 'echo 0 > /sys/class/net/nsim1/threaded'
+	show napi_dump
+else
+	say "this kernel has no threaded busy poll mode"
+fi
+
+if [ -x "$poller" ] && [ -d /sys/kernel/tracing/events/napi/napi_irq_suspend ]; then
+	say "epoll application with prefer_busy_poll and IRQ suspension (busy_poller)"
+	echo "busy_poller: EPIOCSPARAMS busy_poll_usecs=0 budget=64 prefer_busy_poll=1;"
+	echo "napi-set: defer-hard-irqs=100 gro-flush-timeout=20000 irq-suspend-timeout=20000000"
+	t=/sys/kernel/tracing
+	echo >"$t/trace"
+	echo 1 >"$t/events/napi/napi_irq_suspend/enable"
+	echo 1 >"$t/events/napi/napi_irq_resume/enable"
+	head -c 10000000 /dev/urandom >/tmp/demo-bp-tx
+	ip netns exec nsA "$poller" -p 5301 -b 192.0.2.1 -o /tmp/demo-bp-rx -u 0 -B 64 -P 1 \
+		-d 100 -g 20000 -s 20000000 >/tmp/demo-bp.json &
+	wait_for 10 grep -q listening /tmp/demo-bp.json
+	ip netns exec nsB socat -u OPEN:/tmp/demo-bp-tx TCP:192.0.2.1:5301
+	wait
+	echo 0 >"$t/events/napi/napi_irq_suspend/enable"
+	echo 0 >"$t/events/napi/napi_irq_resume/enable"
+	tail -1 /tmp/demo-bp.json
+	echo "data intact: $(cmp -s /tmp/demo-bp-tx /tmp/demo-bp-rx && echo yes || echo NO)"
+	echo "tracepoint events (reason: count):"
+	grep -o 'napi_irq_[a-z]*:.*reason=[a-z]*' "$t/trace" |
+		sed -E 's/(napi_irq_[a-z]*):.*reason=([a-z]*)/\1 \2/' | sort | uniq -c
+fi
+
+say "UDP request/response latency, 2000 requests per mode (closed loop)"
+echo "(under TCG absolute times mean little; compare the modes)"
+rr=$(dirname "$0")/udp_rr.py
+ip netns exec nsA python3 "$rr" server 192.0.2.1 5401 &
+srv=$!
+wait_for 10 udp_bound nsA 5401
+for mode in 0 2; do
+	ip netns exec nsA sh -c "echo $mode > /sys/class/net/nsim1/threaded" 2>/dev/null || continue
+	printf 'threaded=%s: ' "$mode"
+	ip netns exec nsB python3 "$rr" client 192.0.2.1 5401 2000
+done
+ip netns exec nsA sh -c 'echo 0 > /sys/class/net/nsim1/threaded' 2>/dev/null
+kill $srv
+
 say "10 MB of TCP from nsB to nsA over the pair"
 ip netns exec nsA socat -u TCP-LISTEN:5201,reuseaddr OPEN:/tmp/demo-rx,creat,trunc &
-sleep_until_listen=0
-while ! ip netns exec nsA ss -Hltn 'sport = :5201' | grep -q LISTEN; do
-	sleep_until_listen=$((sleep_until_listen + 1))
-	[ $sleep_until_listen -lt 500 ] || { echo "listener did not start"; exit 1; }
-	sleep 0.01
-done
+wait_for 10 listening nsA 5201
 head -c 10000000 /dev/urandom >/tmp/demo-tx
 start=$(date +%s.%N)
 ip netns exec nsB socat -u OPEN:/tmp/demo-tx TCP:192.0.2.1:5201

@@ -31,3 +31,21 @@ nsim_pair() {
 ifindex() { # ns dev
 	ip -n "$1" -j link show "$2" | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["ifindex"])'
 }
+
+# wait_for SECONDS CMD...: poll CMD until it succeeds, fail after SECONDS.
+wait_for() {
+	local deadline=$((SECONDS + $1))
+	shift
+	until "$@" 2>/dev/null; do
+		[ $SECONDS -lt $deadline ] || { echo "timed out waiting for: $*" >&2; return 1; }
+		sleep 0.01
+	done
+}
+
+listening() { # ns port
+	ip netns exec "$1" ss -Hltn "sport = :$2" | grep -q LISTEN
+}
+
+udp_bound() { # ns port
+	ip netns exec "$1" ss -Hlun "sport = :$2" | grep -q .
+}
