@@ -2,7 +2,7 @@
 # Incremental O= build of the kernel in SRC (default: the series tip).
 # usage: build.sh [SRC [OBJ [FLAVOUR]]]
 . "$(dirname "$0")/lib.sh"
-src=${1:-$SRC} obj=${2:-$OBJ} flavour=${3:-debug}
+src=${1:-$SRC} obj=${2:-$OBJ} flavour=${3:-$FLAVOUR}
 
 "$TOP/workbench/configure.sh" "$src" "$obj" "$flavour"
 mkdir -p "$CCACHE_DIR"

@@ -17,6 +17,7 @@ case $flavour in
 debug) ;;
 nodebug) fragments+=("$TOP/config/nodebug.config") ;;
 bisect) fragments+=("$TOP/config/bisect.config") ;;
+kasan) fragments+=("$TOP/config/kasan.config") ;;
 *) die "unknown config flavour $flavour" ;;
 esac
 
@@ -46,6 +47,7 @@ lost=0
 checked=("$TOP/config/series.config" "$TOP/config/debug.config")
 # The bisect tree only needs what it compiles, modules included.
 [ "$flavour" = bisect ] && checked=("$TOP/config/bisect.config")
+[ "$flavour" = kasan ] && checked=("$TOP/config/series.config" "$TOP/config/kasan.config")
 for frag in "${checked[@]}"; do
 	while IFS= read -r want; do
 		opt=${want%%=*}

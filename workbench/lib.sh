@@ -11,7 +11,12 @@ BASE_SHA256=${BASE_SHA256:-e849faf31ca3555757f3a8877cb01af92122f744f75d1f3102734
 CACHE=${NAPI_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/napi-series}
 SRC=$CACHE/src          # build worktree, checked out at the series tip
 APPLY=$CACHE/apply      # scratch worktree for git am and bisect checks
-OBJ=${OBJ:-$CACHE/obj}  # O= build directory of the test kernel
+# O= build directory and config flavour of the test kernel.
+if [ -n "${KASAN:-}" ] && [ "${KASAN}" != 0 ]; then
+	OBJ=${OBJ:-$CACHE/obj-kasan} FLAVOUR=kasan
+else
+	OBJ=${OBJ:-$CACHE/obj} FLAVOUR=debug
+fi
 VENV=$CACHE/venv
 RESULTS=${RESULTS:-$TOP/build/results}
 PATCHES=${PATCHES:-$TOP/patches}

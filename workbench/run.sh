@@ -3,7 +3,7 @@
 . "$(dirname "$0")/lib.sh"
 "$TOP/workbench/deps.sh"
 "$TOP/workbench/prepare-tree.sh"
-"$TOP/workbench/build.sh" "$SRC" "$OBJ" debug
+"$TOP/workbench/build.sh" "$SRC" "$OBJ" "$FLAVOUR"
 "$TOP/workbench/ksft-install.sh" "$SRC" "$TOP/build/ksft"
 out=$RESULTS/demo
 rm -rf "$out"

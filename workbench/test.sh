@@ -47,7 +47,7 @@ if [ -z "${SKIP_STATIC:-}" ]; then
 fi
 
 step "kernel build"
-if ! "$TOP/workbench/build.sh" "$SRC" "$OBJ" debug; then
+if ! "$TOP/workbench/build.sh" "$SRC" "$OBJ" "$FLAVOUR"; then
 	printf '[{"name": "kernel:build", "kind": "build", "status": "fail", "reason": "build failed at the series tip, see %s"}]\n' \
 		"$OBJ/build.log" >"$RESULTS/build.json"
 	extra+=(--extra "$RESULTS/build.json")
