@@ -20,7 +20,10 @@ collections=$(echo "$tests" | cut -d: -f1 | sort -u)
 for dir in net/lib $collections; do
 	# Absolute paths: a command-line TEST_GEN_FILES bypasses lib.mk's
 	# $(OUTPUT)/ prefixing.
-	gen=$(for g in $SELFTEST_GEN_FILES; do [ "${g%%:*}" = "$dir" ] && echo "$sel/$dir/${g#*:}"; done | xargs)
+	gen=
+	for g in $SELFTEST_GEN_FILES; do
+		if [ "${g%%:*}" = "$dir" ]; then gen="$gen $sel/$dir/${g#*:}"; fi
+	done
 	make -s -C "$sel/$dir" install INSTALL_PATH="$dest/$dir" \
 		SRC_PATH="$sel" OBJ_PATH="$dest" KHDR_INCLUDES="-isystem $hdrs/usr/include" \
 		TEST_GEN_PROGS= TEST_GEN_PROGS_EXTENDED= TEST_GEN_FILES="$gen" \

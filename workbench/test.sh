@@ -10,7 +10,9 @@ rm -rf "$RESULTS"
 mkdir -p "$RESULTS"
 extra=()
 
-step() { log "[$(( $(date +%s) - start ))s] $*"; }
+current=
+step() { current=$*; log "[$(( $(date +%s) - start ))s] $*"; }
+trap 'rc=$?; [ $rc = 0 ] || log "make test stopped (exit $rc) during: $current"' EXIT
 
 step "prerequisites"
 "$TOP/workbench/deps.sh"

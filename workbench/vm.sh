@@ -9,8 +9,11 @@ kernel=$1 rwdir=$2 limit=$3 command=$4
 export PATH=$VENV/bin:$PATH
 
 accel=${VM_ACCEL:-$("$TOP/workbench/vm-accel.sh" "$kernel")}
+# --verbose and loglevel=4 put kernel warnings on the console, so a
+# crash that kills the VM is still in console.log.
 args=(--run "$kernel" --cpus "${VM_CPUS:-2}" --memory "${VM_MEMORY:-2G}"
-      --rwdir "$rwdir" --cwd "$TOP" --exec "$command")
+      --rwdir "$rwdir" --cwd "$TOP" --verbose --append "loglevel=4"
+      --exec "$command")
 if [ "$accel" = tcg ]; then
 	args+=(--disable-kvm)
 	[ "${VM_TCG_THREAD:-multi}" = single ] && args+=("--qemu-opts=-accel tcg,thread=single")
