@@ -84,6 +84,13 @@ def vm_results(vmdir, tests, filt=None, tree=None):
             if name == died_in:
                 res["reason"] = "VM died during this test"
                 res["splats"] = console_splats
+                if console_splats:
+                    first = console_splats[0]
+                    res["reason"] += f": kernel {first['kind']}: {first['text']}"
+                    if "int3" in first["text"]:
+                        res["reason"] += (" (an int3 trap under multi-threaded TCG is"
+                                          " usually code patching racing the emulator;"
+                                          " VM_TCG_THREAD=single avoids it)")
             else:
                 res["reason"] = "not run (VM stopped before it)"
             continue
