@@ -45,3 +45,9 @@ def test_truncated_output_fails():
 
 def test_no_results():
     assert not tap.parse("random noise\n")
+
+
+def test_plain_comment_is_a_reason():
+    top = tap.parse("not ok 1 selftests: net: x.py # exit=1\n")[0]
+    assert top["status"] == "fail"
+    assert top["directive"] is None and top["reason"] == "exit=1"

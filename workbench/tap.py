@@ -13,6 +13,9 @@ RESULT_RE = re.compile(
     r"(?:#\s*(?P<directive>\w+)\b\s*(?P<reason>.*))?$")
 
 
+DIRECTIVES = {"SKIP", "TODO", "XFAIL", "TIMEOUT"}
+
+
 def _level(line):
     """Strip nesting prefixes; return (depth, content)."""
     depth = 0
@@ -46,12 +49,18 @@ def parse(text):
         if not m:
             continue
         ok = m.group("ok") == "ok"
+        directive = (m.group("directive") or "").upper()
+        reason = (m.group("reason") or "").strip()
+        if directive not in DIRECTIVES:
+            # A plain comment, e.g. "# exit=1".
+            reason = ((m.group("directive") or "") + reason).strip()
+            directive = ""
         res = {
             "name": m.group("desc").strip(),
             "number": int(m.group("num")),
-            "status": classify(ok, m.group("directive")),
-            "directive": (m.group("directive") or "").upper() or None,
-            "reason": (m.group("reason") or "").strip() or None,
+            "status": classify(ok, directive),
+            "directive": directive or None,
+            "reason": reason or None,
         }
         if depth == 0:
             res["cases"] = pending
