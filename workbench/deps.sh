@@ -4,7 +4,7 @@
 . "$(dirname "$0")/lib.sh"
 
 APT_PACKAGES=(
-	bc bison busybox-static ccache cpio dwarves ethtool flex gcc git iproute2
+	bc bison busybox-static ccache cpio dwarves ethtool flex gcc git iproute2 iputils-ping
 	kmod libcap-dev libelf-dev libmnl-dev libssl-dev make pahole python3-venv
 	python3-yaml qemu-system-x86 rsync socat udev xz-utils zstd
 	libbpf-dev libxdp-dev bpftrace memcached python3-matplotlib python3-git python3-ply

@@ -63,7 +63,30 @@ def blame(tree, splats):
             sp["patch"] = subject
 
 
-def vm_results(vmdir, tests, filt=None, tree=None):
+def read_known_failures(path):
+    known = {}
+    if path and os.path.exists(path):
+        with open(path) as fp:
+            for line in fp:
+                line = line.split("#", 1)[0].strip()
+                if line:
+                    test, case, reason = line.split(None, 2)
+                    known[(test, case)] = reason
+    return known
+
+
+def apply_known_failures(res, known):
+    """A selftest failing only in known cases is an expected failure."""
+    failed = [c for c in res["cases"] if c["status"] == "fail"]
+    if res["status"] != "fail" or res["splats"] or not failed:
+        return
+    reasons = [known.get((res["name"], c["name"])) for c in failed]
+    if all(reasons):
+        res["status"] = "xfail"
+        res["reason"] = "known: " + "; ".join(reasons)
+
+
+def vm_results(vmdir, tests, filt=None, tree=None, known=None):
     guest = load_jsonl(os.path.join(vmdir, "guest-results.jsonl"))
     current = os.path.join(vmdir, "current-test")
     died_in = read(current).strip() if os.path.exists(current) else None
@@ -109,6 +132,7 @@ def vm_results(vmdir, tests, filt=None, tree=None):
             continue
         res["splats"] = splat.scan(read(base + ".dmesg"))
         blame(tree, res["splats"])
+        apply_known_failures(res, known or {})
         if res["splats"]:
             res["status"] = "fail"
             first = res["splats"][0]
@@ -129,6 +153,7 @@ def main():
     ap.add_argument("--results", required=True)
     ap.add_argument("--list", required=True)
     ap.add_argument("--filter", default=None)
+    ap.add_argument("--known-failures", default=None)
     ap.add_argument("--tree", default=None,
                     help="git tree of the tested kernel, to name the patch behind a splat")
     ap.add_argument("--extra", action="append", default=[],
@@ -143,7 +168,8 @@ def main():
     accel = None
     vmdir = os.path.join(args.results, "vm")
     if os.path.isdir(vmdir):
-        vm, accel = vm_results(vmdir, read_list(args.list), args.filter, args.tree)
+        vm, accel = vm_results(vmdir, read_list(args.list), args.filter, args.tree,
+                               read_known_failures(args.known_failures))
         results.extend(vm)
 
     for r in results:
@@ -151,6 +177,8 @@ def main():
         ncases = len(r.get("cases", []))
         cases = f" [{ncases} cases]" if ncases else ""
         reason = f" - {r['reason']}" if r.get("reason") and r["status"] != "pass" else ""
+        shown = r["reason"] and r["status"] != "pass"
+        reason = f" - {r['reason']}" if shown else ""
         print(f"{r['status'].upper():5} {r['name']}{cases}{secs}{reason}")
         for c in r.get("cases", []):
             if c["status"] == "fail":

@@ -28,6 +28,7 @@ finish() {
 	step "report (results in $RESULTS)"
 	python3 "$TOP/workbench/report.py" --results "$RESULTS" \
 		--list "$TOP/workbench/selftests.list" --tree "$SRC" \
+		--known-failures "$TOP/workbench/known-failures.txt" \
 		${TESTS:+--filter "$TESTS"} "${extra[@]}"
 }
 

@@ -2,8 +2,11 @@
 # Boot KERNEL with virtme-ng, sharing the host root read-only, and run CMD
 # in the guest. The console goes to RWDIR/console.log.
 # usage: vm.sh KERNEL RWDIR TIMEOUT CMD
-# VM_ACCEL=kvm|tcg forces the accelerator; VM_TCG_THREAD=single selects
-# single-threaded TCG.
+# VM_ACCEL=kvm|tcg forces the accelerator. Under TCG the default is
+# single-threaded TCG: with one host thread per vCPU, live kernel code
+# patching (static keys, enabling tracepoints) races the emulator and
+# kills the guest with "Oops: int3" now and then. VM_TCG_THREAD=multi
+# selects multi-threaded TCG, faster but exposed to that.
 . "$(dirname "$0")/lib.sh"
 kernel=$1 rwdir=$2 limit=$3 command=$4
 export PATH=$VENV/bin:$PATH
@@ -14,13 +17,15 @@ accel=${VM_ACCEL:-$("$TOP/workbench/vm-accel.sh" "$kernel")}
 args=(--run "$kernel" --cpus "${VM_CPUS:-2}" --memory "${VM_MEMORY:-2G}"
       --rwdir "$rwdir" --cwd "$TOP" --verbose --append "loglevel=4"
       --exec "$command")
+tcg_thread=
 if [ "$accel" = tcg ]; then
+	tcg_thread=${VM_TCG_THREAD:-single}
 	args+=(--disable-kvm)
-	[ "${VM_TCG_THREAD:-multi}" = single ] && args+=("--qemu-opts=-accel tcg,thread=single")
+	[ "$tcg_thread" = single ] && args+=("--qemu-opts=-accel tcg,thread=single")
 fi
 mkdir -p "$rwdir"
-echo "$accel${VM_TCG_THREAD:+ (thread=$VM_TCG_THREAD)}" >"$rwdir/accel"
-log "booting $kernel under $accel${VM_TCG_THREAD:+ thread=$VM_TCG_THREAD} (timeout ${limit}s)"
+echo "$accel${tcg_thread:+ (thread=$tcg_thread)}" >"$rwdir/accel"
+log "booting $kernel under $accel${tcg_thread:+ thread=$tcg_thread} (timeout ${limit}s)"
 set +e
 timeout -k 10 "$limit" vng "${args[@]}" </dev/null >"$rwdir/console.log" 2>&1
 rc=$?
