@@ -20,14 +20,15 @@ add_result() { # name status reason
 }
 
 # What to build for the files a commit touches: the object of each C
-# file, the directory of a driver-local header, and net/core/ (the main
-# user of everything the series changes) for a shared header.
+# file, the directory of a driver-local header, and for a shared header
+# the core objects that use what the series changes in them.
+CORE_USERS="net/core/dev.o net/core/netdev-genl.o net/core/net-sysfs.o"
 build_targets() {
 	local f
 	for f in $(git -C "$APPLY" diff --name-only "$1~1" "$1"); do
 		case $f in
 		tools/* | Documentation/* | MAINTAINERS) ;;
-		include/*) echo "net/core/" ;;
+		include/*) printf '%s\n' $CORE_USERS ;;
 		*.c) echo "${f%.c}.o" ;;
 		*.h) echo "$(dirname "$f")/" ;;
 		esac
