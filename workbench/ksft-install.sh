@@ -27,6 +27,9 @@ for dir in net/lib $collections; do
 	for g in $SELFTEST_GEN_FILES; do
 		if [ "${g%%:*}" = "$dir" ]; then gen="$gen $sel/$dir/${g#*:}"; fi
 	done
+	# Cheap to build, and never stale this way.
+	# shellcheck disable=SC2086
+	[ -z "$gen" ] || rm -f $gen
 	make -s -C "$sel/$dir" install INSTALL_PATH="$dest/$dir" \
 		SRC_PATH="$sel" OBJ_PATH="$dest" KHDR_INCLUDES="-isystem $hdrs/usr/include" \
 		TEST_GEN_PROGS= TEST_GEN_PROGS_EXTENDED= TEST_GEN_FILES="$gen" \
