@@ -30,7 +30,9 @@ for dir in net/lib $collections; do
 	# Cheap to build, and never stale this way.
 	# shellcheck disable=SC2086
 	[ -z "$gen" ] || rm -f $gen
-	make -s -C "$sel/$dir" install INSTALL_PATH="$dest/$dir" \
+	# OUTPUT explicitly: lib.mk only defaults it at MAKELEVEL 0, and
+	# 'make test' runs us from a make.
+	make -s -C "$sel/$dir" install OUTPUT="$sel/$dir" INSTALL_PATH="$dest/$dir" \
 		SRC_PATH="$sel" OBJ_PATH="$dest" KHDR_INCLUDES="-isystem $hdrs/usr/include" \
 		TEST_GEN_PROGS= TEST_GEN_PROGS_EXTENDED= TEST_GEN_FILES="$gen" \
 		>"$dest/install-${dir//\//_}.log" 2>&1 ||
