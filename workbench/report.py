@@ -51,6 +51,9 @@ def blame(tree, splats):
         if not tree or not m:
             continue
         path, line = m.group(1), m.group(2)
+        # O= builds print paths like ../src/net/core/dev.c
+        while path.startswith("../") and path.count("/") >= 2:
+            path = path.split("/", 2)[2]
         out = subprocess.run(["git", "-C", tree, "blame", "--porcelain", "-L",
                               f"{line},{line}", "--", path],
                              capture_output=True, text=True, check=False)
@@ -86,6 +89,17 @@ def apply_known_failures(res, known):
         res["reason"] = "known: " + "; ".join(reasons)
 
 
+def most_telling(splats):
+    """The splat to quote: one blamed on a patch, else one naming a place."""
+    for sp in splats:
+        if sp.get("patch"):
+            return sp
+    for sp in splats:
+        if WARN_AT.search(sp["text"]):
+            return sp
+    return splats[0]
+
+
 def vm_results(vmdir, tests, filt=None, tree=None, known=None):
     guest = load_jsonl(os.path.join(vmdir, "guest-results.jsonl"))
     current = os.path.join(vmdir, "current-test")
@@ -108,7 +122,7 @@ def vm_results(vmdir, tests, filt=None, tree=None, known=None):
                 res["reason"] = "VM died during this test"
                 res["splats"] = console_splats
                 if console_splats:
-                    first = console_splats[0]
+                    first = most_telling(console_splats)
                     res["reason"] += f": kernel {first['kind']}: {first['text']}"
                     if "int3" in first["text"]:
                         res["reason"] += (" (an int3 trap under multi-threaded TCG is"
@@ -135,7 +149,7 @@ def vm_results(vmdir, tests, filt=None, tree=None, known=None):
         apply_known_failures(res, known or {})
         if res["splats"]:
             res["status"] = "fail"
-            first = res["splats"][0]
+            first = most_telling(res["splats"])
             res["reason"] = f"kernel {first['kind']}: {first['text']}"
             if first.get("patch"):
                 res["reason"] += f" (line from patch '{first['patch']}')"
