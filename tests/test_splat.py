@@ -2,15 +2,12 @@ import os
 import subprocess
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "workbench"))
-import splat  # noqa: E402
-
-FIX = os.path.join(os.path.dirname(__file__), "fixtures")
+import splat
+from conftest import FIXTURES as FIX, fixture_text
 
 
 def scan(name):
-    with open(os.path.join(FIX, name)) as fp:
-        return splat.scan(fp.read())
+    return splat.scan(fixture_text(name))
 
 
 def test_clean_log_has_no_splat():

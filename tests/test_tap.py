@@ -1,15 +1,9 @@
-import os
-import sys
-
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "workbench"))
-import tap  # noqa: E402
-
-FIX = os.path.join(os.path.dirname(__file__), "fixtures")
+import tap
+from conftest import fixture_text
 
 
 def parse(name):
-    with open(os.path.join(FIX, name)) as fp:
-        return tap.parse(fp.read())
+    return tap.parse(fixture_text(name))
 
 
 def test_nested_cases_and_top_result():
