@@ -190,8 +190,7 @@ def main():
         secs = f" ({r['seconds']:.0f}s)" if r.get("seconds") is not None else ""
         ncases = len(r.get("cases", []))
         cases = f" [{ncases} cases]" if ncases else ""
-        reason = f" - {r['reason']}" if r.get("reason") and r["status"] != "pass" else ""
-        shown = r["reason"] and r["status"] != "pass"
+        shown = r.get("reason") and r["status"] != "pass"
         reason = f" - {r['reason']}" if shown else ""
         print(f"{r['status'].upper():5} {r['name']}{cases}{secs}{reason}")
         for c in r.get("cases", []):
