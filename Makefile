@@ -11,6 +11,7 @@ help:
 	@echo "make export  - regenerate patches/ from build/linux"
 	@echo "make build   - apply the series and build the kernel"
 	@echo "make unit    - the workbench's own unit tests"
+	@echo "make bench   - latency and memcached benchmarks (BASELINE=1: also the base)"
 
 deps:
 	$(WB)/deps.sh
@@ -36,6 +37,9 @@ test:
 
 run:
 	$(WB)/run.sh
+
+bench:
+	$(WB)/bench.sh
 
 clean:
 	rm -rf build/results build/ksft

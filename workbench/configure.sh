@@ -6,9 +6,12 @@
 src=$1 obj=$2 flavour=${3:-debug}
 export PATH=$VENV/bin:$PATH
 
+# FRAGMENTS_FROM: take the selftest fragments from another tree, so that
+# the unpatched base gets the same config as the series for comparison.
+frag_src=${FRAGMENTS_FROM:-$src}
 fragments=(
-	"$src/tools/testing/selftests/net/config"
-	"$src/tools/testing/selftests/drivers/net/config"
+	"$frag_src/tools/testing/selftests/net/config"
+	"$frag_src/tools/testing/selftests/drivers/net/config"
 	"$TOP/config/series.config"
 	"$TOP/config/debug.config"
 	"$TOP/config/vm-trim.config"

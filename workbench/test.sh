@@ -70,4 +70,19 @@ VM_ACCEL=$accel "$TOP/workbench/vm.sh" "$OBJ/arch/x86/boot/bzImage" "$RESULTS/vm
 	$((total * scale + 120)) \
 	"$TOP/workbench/guest-run-tests.sh $TOP/build/ksft $RESULTS/vm $scale ${TESTS:-}" || true
 
+# The benchmarks are not timed tests: CI only checks that one short cell
+# per mode and variant still runs (BENCH_SMOKE=0 skips it).
+if [ "${BENCH_SMOKE:-1}" != 0 ] && [ -z "${TESTS:-}" ]; then
+	step "benchmark smoke run"
+	if BENCH_PLAN=smoke RESULTS=$RESULTS "$TOP/workbench/bench.sh" >"$RESULTS/bench-smoke.log" 2>&1; then
+		smoke=pass reason=null
+	else
+		smoke=fail reason='"see build/results/bench-smoke.log"'
+		tail -15 "$RESULTS/bench-smoke.log" >&2
+	fi
+	printf '[{"name": "bench:smoke", "kind": "bench", "status": "%s", "reason": %s}]\n' \
+		"$smoke" "$reason" >"$RESULTS/bench.json"
+	extra+=(--extra "$RESULTS/bench.json")
+fi
+
 finish

@@ -17,6 +17,8 @@ accel=${VM_ACCEL:-$("$TOP/workbench/vm-accel.sh" "$kernel")}
 args=(--run "$kernel" --cpus "${VM_CPUS:-2}" --memory "${VM_MEMORY:-2G}"
       --rwdir "$rwdir" --cwd "$TOP" --verbose --append "loglevel=4"
       --exec "$command")
+# VM_NETWORK=loop adds two virtio-net NICs (eth0, eth1) on one QEMU hub.
+[ -n "${VM_NETWORK:-}" ] && args+=(--network "$VM_NETWORK" --no-dhcp)
 tcg_thread=
 if [ "$accel" = tcg ]; then
 	tcg_thread=${VM_TCG_THREAD:-single}

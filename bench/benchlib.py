@@ -1,0 +1,314 @@
+# SPDX-License-Identifier: GPL-2.0
+"""Guest-side helpers shared by the benchmarks: the device pair under test,
+NAPI mode set-up and the per-cell system counters.
+
+The client side (namespace nsA) is the system under test: modes are
+applied to its device, its NAPIs and its process. The peer in nsB is a
+plain interrupt-driven reflector or load generator.
+"""
+
+import ast
+import glob
+import json
+import os
+import re
+import signal
+import subprocess
+import time
+
+NS_SUT, NS_PEER = "nsA", "nsB"
+ADDR_SUT, ADDR_PEER = "192.0.2.1", "192.0.2.2"
+CPU_APP, CPU_NAPI = 0, 1
+
+
+def sh(*cmd, ns=None, check=True, capture=True, timeout=60):
+    if ns:
+        cmd = ("ip", "netns", "exec", ns) + cmd
+    res = subprocess.run(cmd, capture_output=capture, text=True, timeout=timeout)
+    if check and res.returncode:
+        raise RuntimeError(f"{' '.join(cmd)}: exit {res.returncode}: {res.stderr.strip()}")
+    return res.stdout if capture else ""
+
+
+def write(path, value, ns=None):
+    sh("sh", "-c", f"echo {value} > {path}", ns=ns)
+
+
+def busywait(cond, timeout=10.0, what="condition"):
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"timed out waiting for {what}")
+        time.sleep(0.01)
+
+
+class Ynl:
+    """The in-tree YNL CLI for the netdev family, run inside a namespace."""
+
+    def __init__(self, src):
+        self.cli = os.path.join(src, "tools/net/ynl/cli.py")
+        self.spec = os.path.join(src, "Documentation/netlink/specs/netdev.yaml")
+
+    def call(self, ns, op, kind, attrs):
+        out = sh("python3", self.cli, "--spec", self.spec, "--no-schema",
+                 f"--{kind}", op, "--json", json.dumps(attrs), ns=ns)
+        return ast.literal_eval(out.strip()) if out.strip() else None
+
+    def napis(self, ns, ifindex):
+        return self.call(ns, "napi-get", "dump", {"ifindex": ifindex}) or []
+
+    def has_op(self, ns, op):
+        return op in sh("python3", self.cli, "--spec", self.spec, "--list-ops", ns=ns)
+
+
+class Pair:
+    """Two linked devices, one per namespace, one queue each."""
+
+    kind = None
+
+    def __init__(self):
+        self.ifname = {}
+        self.irq_names = []      # /proc/interrupts names of the SUT device
+
+    def ifindex(self, ns):
+        out = sh("ip", "-n", ns, "-j", "link", "show", self.ifname[ns])
+        return json.loads(out)[0]["ifindex"]
+
+    def mac(self, ns):
+        out = sh("ip", "-n", ns, "-j", "link", "show", self.ifname[ns])
+        return json.loads(out)[0]["address"]
+
+    def _address(self):
+        for ns, addr in ((NS_SUT, ADDR_SUT), (NS_PEER, ADDR_PEER)):
+            dev = self.ifname[ns]
+            sh("ip", "-n", ns, "addr", "add", f"{addr}/24", "dev", dev)
+            sh("ip", "-n", ns, "link", "set", "dev", dev, "up")
+            sh("ip", "-n", ns, "link", "set", "dev", "lo", "up")
+        # Resolve neighbours once so that AF_XDP frames have a peer MAC.
+        busywait(lambda: subprocess.run(
+            ["ip", "netns", "exec", NS_SUT, "ping", "-c1", "-W1", ADDR_PEER],
+            capture_output=True).returncode == 0, 20, "ping over the pair")
+        sh("ping", "-c1", "-W1", ADDR_SUT, ns=NS_PEER)
+
+    def teardown(self):
+        for ns in (NS_SUT, NS_PEER):
+            sh("ip", "netns", "del", ns, check=False)
+
+
+class NsimPair(Pair):
+    kind = "netdevsim"
+
+    def setup(self):
+        fds = []
+        for i, ns in ((1, NS_SUT), (2, NS_PEER)):
+            sh("ip", "netns", "add", ns)
+            write("/sys/bus/netdevsim/new_device", f"{i} 1 1")
+            dev = os.listdir(f"/sys/bus/netdevsim/devices/netdevsim{i}/net")[0]
+            sh("ip", "link", "set", "dev", dev, "netns", ns)
+            sh("ip", "-n", ns, "link", "set", "dev", dev, "name", f"nsim{i}")
+            self.ifname[ns] = f"nsim{i}"
+        for ns in (NS_SUT, NS_PEER):
+            fds.append(os.open(f"/run/netns/{ns}", os.O_RDONLY))
+        link = f"{fds[0]}:{self.ifindex(NS_SUT)} {fds[1]}:{self.ifindex(NS_PEER)}"
+        try:
+            with open("/sys/bus/netdevsim/link_device", "w") as f:
+                f.write(link)
+        finally:
+            for fd in fds:
+                os.close(fd)
+        self._address()
+
+    def teardown(self):
+        for i in (1, 2):
+            if os.path.exists(f"/sys/bus/netdevsim/devices/netdevsim{i}"):
+                write("/sys/bus/netdevsim/del_device", str(i))
+        super().teardown()
+
+
+class VirtioPair(Pair):
+    """eth0 and eth1 of 'vng --network loop': two virtio-net NICs on one
+    QEMU hub, with real (emulated) MSI-X interrupts."""
+
+    kind = "virtio"
+
+    def setup(self):
+        for dev, ns in (("eth0", NS_SUT), ("eth1", NS_PEER)):
+            if not os.path.exists(f"/sys/class/net/{dev}"):
+                raise RuntimeError(f"no {dev}: boot the VM with --network loop")
+            if ns == NS_SUT:
+                virtio = os.path.basename(os.readlink(f"/sys/class/net/{dev}/device"))
+                self.irq_names = [f"{virtio}-input", f"{virtio}-output"]
+            sh("ip", "netns", "add", ns)
+            sh("ip", "link", "set", "dev", dev, "netns", ns)
+            self.ifname[ns] = dev
+        self._address()
+
+    def teardown(self):
+        # Deleting the namespaces hands physical devices back to init_net.
+        super().teardown()
+        busywait(lambda: all(os.path.exists(f"/sys/class/net/{d}") for d in ("eth0", "eth1")),
+                 10, "eth0/eth1 back in init_net")
+
+
+PAIRS = {"netdevsim": NsimPair, "virtio": VirtioPair}
+
+
+class Modes:
+    """NAPI set-up of the SUT device for a named mode (see MODES)."""
+
+    def __init__(self, pair, ynl):
+        self.pair, self.ynl = pair, ynl
+        self.ifindex = pair.ifindex(NS_SUT)
+        self.has_napi_set = ynl.has_op(NS_SUT, "napi-set")
+
+    def sysfs(self, attr, value):
+        write(f"/sys/class/net/{self.pair.ifname[NS_SUT]}/{attr}", value, ns=NS_SUT)
+
+    def napi_ids(self):
+        return [n["id"] for n in self.ynl.napis(NS_SUT, self.ifindex)]
+
+    def napi_set(self, **attrs):
+        if not self.has_napi_set:
+            raise RuntimeError("kernel has no napi-set (unpatched base?)")
+        for napi_id in self.napi_ids():
+            body = {"id": napi_id}
+            body.update({k.replace("_", "-"): v for k, v in attrs.items()})
+            self.ynl.call(NS_SUT, "napi-set", "do", body)
+
+    def apply(self, defer=0, gro=0, busy_read=0, busy_poll=0, threaded=None,
+              irq_suspend=None):
+        """Device-wide defer/gro through sysfs (works on the base kernel
+        too), threaded mode and irq-suspend-timeout per NAPI via napi-set.
+        Returns the PIDs of busy-poll kthreads, pinned and SCHED_FIFO."""
+        write("/proc/sys/net/core/busy_read", busy_read)
+        write("/proc/sys/net/core/busy_poll", busy_poll)
+        if self.has_napi_set:
+            self.napi_set(threaded="disabled", irq_suspend_timeout=0)
+        else:
+            self.sysfs("threaded", 0)
+        self.sysfs("napi_defer_hard_irqs", defer)
+        self.sysfs("gro_flush_timeout", gro)
+        if irq_suspend:
+            self.napi_set(irq_suspend_timeout=irq_suspend)
+        pids = []
+        if threaded:
+            self.napi_set(threaded=threaded)
+            pids = [n["pid"] for n in self.ynl.napis(NS_SUT, self.ifindex) if "pid" in n]
+            for pid in pids:
+                sh("taskset", "-pc", str(CPU_NAPI), str(pid))
+                sh("chrt", "-f", "-p", "50", str(pid))
+        self.pin_irqs(CPU_NAPI)
+        return pids
+
+    def pin_irqs(self, cpu):
+        for irq in device_irqs(self.pair.irq_names):
+            write(f"/proc/irq/{irq}/smp_affinity_list", cpu)
+
+    def reset(self):
+        self.apply()
+
+
+def device_irqs(names):
+    irqs = []
+    with open("/proc/interrupts") as f:
+        for line in f:
+            fields = line.split()
+            if fields and fields[0].rstrip(":").isdigit() and \
+                    any(fields[-1].startswith(n) for n in names):
+                irqs.append(int(fields[0].rstrip(":")))
+    return irqs
+
+
+def counters(irq_names, napi_polls=None):
+    """Snapshot of the per-CPU and per-device counters a cell reports."""
+    snap = {"time": time.monotonic(), "cpu": {}, "net_rx": [], "dev_irqs": 0}
+    with open("/proc/stat") as f:
+        for line in f:
+            fields = line.split()
+            if re.fullmatch(r"cpu\d+", fields[0]):
+                vals = [int(v) for v in fields[1:8]]
+                # user nice system idle iowait irq softirq
+                snap["cpu"][fields[0]] = {"busy": sum(vals) - vals[3] - vals[4],
+                                          "total": sum(vals), "softirq": vals[6]}
+            elif fields[0] == "ctxt":
+                snap["ctxt"] = int(fields[1])
+    with open("/proc/softirqs") as f:
+        for line in f:
+            if line.strip().startswith("NET_RX:"):
+                snap["net_rx"] = [int(v) for v in line.split()[1:]]
+    with open("/proc/interrupts") as f:
+        for line in f:
+            fields = line.split()
+            if fields and fields[0].rstrip(":").isdigit() and \
+                    any(fields[-1].startswith(n) for n in irq_names):
+                snap["dev_irqs"] += sum(int(v) for v in fields[1:] if v.isdigit())
+    return snap
+
+
+def counter_delta(before, after, requests):
+    """Per-cell counters: CPU use per CPU (%), and per request the NET_RX
+    softirqs, device interrupts, context switches and NAPI polls."""
+    per = max(requests, 1)
+    cpu = {}
+    for name, a in after["cpu"].items():
+        b = before["cpu"][name]
+        total = a["total"] - b["total"]
+        cpu[name] = round(100.0 * (a["busy"] - b["busy"]) / total, 1) if total else 0.0
+    return {
+        "seconds": round(after["time"] - before["time"], 3),
+        "cpu_busy_pct": cpu,
+        "net_rx_softirqs_per_req": round((sum(after["net_rx"]) - sum(before["net_rx"])) / per, 3),
+        "dev_irqs_per_req": round((after["dev_irqs"] - before["dev_irqs"]) / per, 3),
+        "ctx_switches_per_req": round((after["ctxt"] - before["ctxt"]) / per, 3),
+    }
+
+
+class NapiPollCounter:
+    """Counts napi:napi_poll events system-wide with 'perf stat' (an
+    in-kernel counter, no trace buffer). None when perf cannot."""
+
+    def __init__(self):
+        self.proc = None
+
+    @staticmethod
+    def binary():
+        # Debian's /usr/bin/perf wrapper refuses kernels it was not built
+        # for; the versioned binary works on any.
+        found = sorted(glob.glob("/usr/bin/perf_[0-9]*"))
+        return found[-1] if found else "perf"
+
+    def start(self):
+        try:
+            self.proc = subprocess.Popen(
+                [self.binary(), "stat", "-a", "-x,", "-e", "napi:napi_poll", "--", "sleep", "3600"],
+                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        except OSError:
+            self.proc = None
+
+    def stop(self):
+        if not self.proc:
+            return None
+        # perf stat prints its counts when interrupted.
+        self.proc.send_signal(signal.SIGINT)
+        try:
+            _, err = self.proc.communicate(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            return None
+        for line in err.splitlines():
+            fields = line.split(",")
+            if len(fields) > 2 and fields[2] == "napi:napi_poll" and fields[0].isdigit():
+                return int(fields[0])
+        return None
+
+
+def machine_info():
+    info = {"kernel": os.uname().release, "vcpus": os.cpu_count()}
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                info["cpu_model"] = line.split(":", 1)[1].strip()
+                break
+    with open("/proc/cmdline") as f:
+        info["cmdline"] = f.read().strip()
+    return info

@@ -1,0 +1,165 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""IRQ suspension under load (seed 001): Debian's unmodified memcached,
+made to busy poll by libepoll_busy_poll.so, driven by mc_load at rising
+rates. Variants x loads x repetitions on each device pair, variants
+interleaved. Writes one JSON object per point to OUT/mc.jsonl.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+import benchlib as bl
+
+PORT = 11311
+US = 1000  # ns per us: the seed gives timeouts in us, netlink takes ns
+
+
+def variants(xs):
+    """The seed's variants; X is gro_flush_timeout in us."""
+    epoll = lambda usecs: {"EPOLL_BUSY_POLL_USECS": str(usecs), "EPOLL_BUSY_POLL_BUDGET": "64",
+                           "EPOLL_PREFER_BUSY_POLL": "1", "EPOLL_BUSY_POLL_STRICT": "1"}
+    out = {"base": (dict(), {})}
+    for x in xs:
+        out[f"defer{x}"] = (dict(defer=100, gro=x * US), {})
+    out["napibusy"] = (dict(defer=100, gro=200 * US), epoll(64))
+    out["fullbusy"] = (dict(defer=100, gro=5000 * US),
+                       dict(epoll(1000), EPOLL_WAIT_MAX_TIMEOUT_MS="1"))
+    for x in xs:
+        out[f"suspend{x}"] = (dict(defer=100, gro=x * US, irq_suspend=20000 * US), epoll(0))
+    return out
+
+
+class Memcached:
+    def __init__(self, args, env):
+        self.args, self.env = args, env
+        self.proc = None
+
+    def __enter__(self):
+        env = dict(os.environ, **self.env)
+        if self.env:
+            env["LD_PRELOAD"] = self.args.preload
+        self.proc = subprocess.Popen(
+            ["ip", "netns", "exec", bl.NS_SUT, "taskset", "-c", str(bl.CPU_APP),
+             "memcached", "-u", "root", "-t", "1", "-c", "4096", "-l", bl.ADDR_SUT,
+             "-p", str(PORT), "-U", "0"],
+            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        bl.busywait(self.listening, 20, "memcached listening")
+        return self
+
+    def listening(self):
+        if self.proc.poll() is not None:
+            raise RuntimeError(f"memcached exited: {self.proc.stderr.read().strip()}")
+        out = bl.sh("ss", "-Hltn", f"sport = :{PORT}", ns=bl.NS_SUT)
+        return "LISTEN" in out
+
+    def cpu_ticks(self):
+        with open(f"/proc/{self.proc.pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return int(fields[11]) + int(fields[12])
+
+    def __exit__(self, *exc):
+        self.proc.terminate()
+        try:
+            self.proc.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+def run_point(args, pair, modes, name, variant, qps, rep, out):
+    setup, env = variant
+    point = {"bench": "mc", "device": pair.kind, "variant": name, "load": qps or "MAX",
+             "rep": rep}
+    try:
+        modes.apply(**setup)
+        modes.pin_irqs(bl.CPU_APP)  # the seed keeps IRQs with the server's cores
+        result = os.path.join(args.out, "point.json")
+        with Memcached(args, env):
+            cmd = ["ip", "netns", "exec", bl.NS_PEER, "taskset", "-c", str(bl.CPU_NAPI),
+                   args.mc_load, "--server", bl.ADDR_SUT, "--port", str(PORT),
+                   "--connections", str(args.connections), "--duration", str(args.duration),
+                   "--warmup", str(args.warmup), "--seed", str(rep + 1), "--json", result]
+            cmd += ["--qps", str(qps)] if qps else ["--max"]
+            napi_polls = bl.NapiPollCounter()
+            napi_polls.start()
+            before = bl.counters(pair.irq_names)
+            load = subprocess.run(cmd, capture_output=True, text=True,
+                                  timeout=(args.duration + args.warmup) * 10 + 60)
+            after = bl.counters(pair.irq_names)
+            polls = napi_polls.stop()
+        if load.returncode:
+            raise RuntimeError(f"mc_load exit {load.returncode}: {load.stderr.strip()}")
+        with open(result) as f:
+            point["load_gen"] = json.load(f)
+        queries = point["load_gen"].get("received", 0)
+        point["counters"] = bl.counter_delta(before, after, queries)
+        point["counters"]["napi_polls_per_query"] = \
+            round(polls / max(queries, 1), 3) if polls is not None else None
+        point["server_cpu_pct"] = point["counters"]["cpu_busy_pct"].get(f"cpu{bl.CPU_APP}")
+        point["status"] = "ok"
+    except (RuntimeError, subprocess.TimeoutExpired, OSError, ValueError, TimeoutError) as exc:
+        point["status"] = "error"
+        point["error"] = str(exc)
+    out.write(json.dumps(point) + "\n")
+    out.flush()
+    lg = point.get("load_gen", {})
+    print(f"mc {pair.kind:9} {name:10} load={point['load']!s:6} rep{rep}: {point['status']} "
+          f"qps={lg.get('achieved_qps')} p99={lg.get('latency_us', {}).get('p99')}us "
+          f"cpu={point.get('server_cpu_pct')}%"
+          f"{' ' + point.get('error', '') if point['status'] != 'ok' else ''}", flush=True)
+    return point["status"] == "ok"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--src", required=True, help="kernel tree with the YNL CLI and spec")
+    parser.add_argument("--mc-load", required=True)
+    parser.add_argument("--preload", required=True)
+    parser.add_argument("--devices", default="virtio netdevsim")
+    parser.add_argument("--x", default="20", help="gro_flush_timeout values (us) for deferX/suspendX")
+    parser.add_argument("--variants", default=None, help="subset of variant names")
+    parser.add_argument("--loads", default="200 400 800 1600 0",
+                        help="target QPS (0 = MAX, closed loop)")
+    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--duration", type=float, default=3.0)
+    parser.add_argument("--warmup", type=float, default=0.5)
+    parser.add_argument("--connections", type=int, default=16)
+    args = parser.parse_args()
+
+    os.makedirs(args.out, exist_ok=True)
+    ynl = bl.Ynl(args.src)
+    all_variants = variants([int(x) for x in args.x.split()])
+    failures = 0
+    with open(os.path.join(args.out, "mc.jsonl"), "a") as out:
+        for device in args.devices.split():
+            pair = bl.PAIRS[device]()
+            try:
+                pair.setup()
+            except (RuntimeError, OSError, TimeoutError) as exc:
+                print(f"mc {device}: skipped, {exc}", flush=True)
+                out.write(json.dumps({"bench": "mc", "device": device, "status": "skip",
+                                      "error": str(exc)}) + "\n")
+                pair.teardown()
+                continue
+            modes = bl.Modes(pair, ynl)
+            names = [n for n in (args.variants.split() if args.variants else all_variants)
+                     if modes.has_napi_set or not n.startswith("suspend")]
+            try:
+                for rep in range(args.reps):
+                    for qps in (int(q) for q in args.loads.split()):
+                        order = names[rep % len(names):] + names[:rep % len(names)]
+                        for name in order:
+                            failures += not run_point(args, pair, modes, name,
+                                                      all_variants[name], qps, rep, out)
+            finally:
+                modes.reset()
+                pair.teardown()
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,153 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""Request/response latency grid (seed 000): poll modes x workloads x
+repetitions on each device pair, modes interleaved within a repetition.
+Runs inside the VM (or on a real machine); writes one JSON object per
+cell to OUT/rr.jsonl. bench/report.py turns them into the table.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+import benchlib as bl
+
+# Seed 000's workloads: (packets per second, client delay in us).
+WORKLOADS = [(12000, 0), (125000, 6), (25000, 38), (32000, 30), (12000, 78)]
+
+# mode: (napi set-up of the SUT, napi_rr --poll). gro_flush_timeout 15 us
+# and busy_read 400 as in the seed's set-up script.
+MODES = {
+    "interrupts": (dict(defer=0, gro=15000), ["--poll", "block"]),
+    "busy-inline": (dict(defer=100, gro=15000, busy_read=400),
+                    ["--poll", "busy", "--busy-poll-usecs", "400"]),
+    "busy-thread": (dict(defer=100, gro=15000, busy_read=400),
+                    ["--poll", "busy-thread", "--busy-poll-usecs", "400"]),
+    "threaded-busy": (dict(defer=100, gro=15000, threaded="busy-poll"),
+                      ["--poll", "none"]),
+    "epoll-prefer": (dict(defer=100, gro=15000),
+                     ["--poll", "epoll", "--busy-poll-usecs", "0", "--budget", "64"]),
+    "epoll-suspend": (dict(defer=100, gro=15000, irq_suspend=20000000),
+                      ["--poll", "epoll", "--busy-poll-usecs", "0", "--budget", "64"]),
+}
+PATCHED_ONLY = {"threaded-busy", "epoll-suspend"}
+PORT = 54321
+
+
+def workload_rate(args, index):
+    """The seed's workload scaled by --rate-scale (the delay is kept)."""
+    rate, delay = WORKLOADS[index]
+    return max(int(rate * args.rate_scale), 1), delay
+
+
+def run_cell(args, pair, modes, mode, transport, workload, rep, out):
+    rate, delay = workload_rate(args, workload)
+    setup, poll = MODES[mode]
+    pids = modes.apply(**setup)
+    server = subprocess.Popen(
+        ["ip", "netns", "exec", bl.NS_PEER, "taskset", "-c", str(bl.CPU_NAPI),
+         args.napi_rr, "server", "--transport", transport, "--ifname", pair.ifname[bl.NS_PEER],
+         "--addr", bl.ADDR_PEER, "--port", str(PORT), "--poll", "block"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    cell = {"bench": "rr", "device": pair.kind, "transport": transport, "mode": mode,
+            "workload": workload, "seed_rate": WORKLOADS[workload][0], "rate": rate,
+            "delay_us": delay, "rep": rep, "kthread_pids": pids}
+    try:
+        time.sleep(0.3 if transport == "udp" else 1.0)  # server socket / XDP attach
+        if server.poll() is not None:
+            raise RuntimeError(f"server exited: {server.stderr.read().strip()}")
+        result = os.path.join(args.out, "cell.json")
+        cpus = f"{bl.CPU_APP},{bl.CPU_NAPI}" if mode == "busy-thread" else str(bl.CPU_APP)
+        napi_polls = bl.NapiPollCounter()
+        napi_polls.start()
+        before = bl.counters(pair.irq_names)
+        client = subprocess.run(
+            ["ip", "netns", "exec", bl.NS_SUT, "taskset", "-c", cpus, args.napi_rr, "client",
+             "--transport", transport, "--ifname", pair.ifname[bl.NS_SUT],
+             "--src", bl.ADDR_SUT, "--dst", bl.ADDR_PEER, "--port", str(PORT),
+             "--peer-mac", pair.mac(bl.NS_PEER), "--rate", str(rate), "--delay", str(delay),
+             "--duration", str(args.duration), "--warmup", str(args.warmup),
+             "--json", result] + poll,
+            capture_output=True, text=True, timeout=args.duration * 10 + 60)
+        after = bl.counters(pair.irq_names)
+        polls = napi_polls.stop()
+        if client.returncode:
+            raise RuntimeError(f"client exit {client.returncode}: {client.stderr.strip()}")
+        with open(result) as f:
+            cell["client"] = json.load(f)
+        received = cell["client"].get("received", 0)
+        cell["counters"] = bl.counter_delta(before, after, received)
+        cell["counters"]["napi_polls_per_req"] = \
+            round(polls / max(received, 1), 3) if polls is not None else None
+        cell["status"] = "ok"
+    except (RuntimeError, subprocess.TimeoutExpired, OSError, ValueError) as exc:
+        cell["status"] = "error"
+        cell["error"] = str(exc)
+    finally:
+        server.terminate()
+        try:
+            server.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+    out.write(json.dumps(cell) + "\n")
+    out.flush()
+    summary = cell.get("client", {}).get("latency_ns", {})
+    print(f"rr {pair.kind:9} {transport:3} {mode:13} {rate:6}pps +{delay:2}us rep{rep}: "
+          f"{cell['status']} p50={summary.get('p50')} p99={summary.get('p99')}"
+          f"{' ' + cell.get('error', '') if cell['status'] != 'ok' else ''}", flush=True)
+    return cell["status"] == "ok"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--src", required=True, help="kernel tree with the YNL CLI and spec")
+    parser.add_argument("--napi-rr", required=True)
+    parser.add_argument("--devices", default="netdevsim virtio")
+    parser.add_argument("--transports", default="xdp udp")
+    parser.add_argument("--modes", default=" ".join(MODES))
+    parser.add_argument("--workloads", type=int, default=len(WORKLOADS),
+                        help="use the first N workloads")
+    parser.add_argument("--rate-scale", type=float, default=1.0)
+    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--duration", type=float, default=3.0)
+    parser.add_argument("--warmup", type=float, default=0.5)
+    args = parser.parse_args()
+
+    os.makedirs(args.out, exist_ok=True)
+    ynl = bl.Ynl(args.src)
+    failures = 0
+    with open(os.path.join(args.out, "rr.jsonl"), "a") as out:
+        for device in args.devices.split():
+            pair = bl.PAIRS[device]()
+            try:
+                pair.setup()
+            except (RuntimeError, OSError, TimeoutError) as exc:
+                print(f"rr {device}: skipped, {exc}", flush=True)
+                out.write(json.dumps({"bench": "rr", "device": device, "status": "skip",
+                                      "error": str(exc)}) + "\n")
+                pair.teardown()
+                continue
+            modes = bl.Modes(pair, ynl)
+            wanted = [m for m in args.modes.split()
+                      if modes.has_napi_set or m not in PATCHED_ONLY]
+            try:
+                for rep in range(args.reps):
+                    for workload in range(min(args.workloads, len(WORKLOADS))):
+                        for transport in args.transports.split():
+                            # Interleave modes so drifts hit all of them alike.
+                            order = wanted[rep % len(wanted):] + wanted[:rep % len(wanted)]
+                            for mode in order:
+                                failures += not run_cell(args, pair, modes, mode, transport,
+                                                         workload, rep, out)
+            finally:
+                modes.reset()
+                pair.teardown()
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,66 @@
+#!/bin/bash
+# 'make bench': build a kernel without the debug options, boot it with a
+# netdevsim pair and a virtio-net pair, run the latency grid and the
+# memcached sweep, and write the tables, JSON and plots to
+# build/results/bench.
+#   BASELINE=1     also build the unpatched base with the same config and
+#                  run the interrupt-mode cells on both kernels
+#   BENCH_PLAN=smoke  one short cell per mode on the test kernel (CI)
+. "$(dirname "$0")/lib.sh"
+plan=${BENCH_PLAN:-full}
+out=$RESULTS/bench
+start=$(date +%s)
+
+"$TOP/workbench/deps.sh"
+"$TOP/workbench/prepare-tree.sh"
+if [ "$plan" = smoke ]; then
+	# The smoke run only keeps the tools working: the CI kernel will do.
+	obj=$OBJ flavour=$FLAVOUR
+else
+	obj=$CACHE/obj-nodebug flavour=nodebug
+fi
+"$TOP/workbench/build.sh" "$SRC" "$obj" "$flavour"
+make -s -C "$TOP/bench" >/dev/null
+
+kernels=("patched:$SRC:$obj:$plan")
+if [ -n "${BASELINE:-}" ] && [ "$BASELINE" != 0 ]; then
+	base_src=$CACHE/base-src
+	base_tag=$(git -C "$SRC" describe --tags --abbrev=0 --match 'base-*' base)
+	if [ ! -e "$base_src/.git" ]; then
+		git -C "$SRC" worktree prune
+		git -C "$SRC" worktree add -q --detach "$base_src" "$base_tag"
+	fi
+	git -C "$base_src" checkout -q -f --detach "$base_tag"
+	FRAGMENTS_FROM=$SRC "$TOP/workbench/build.sh" "$base_src" "$CACHE/obj-base-nodebug" nodebug
+	kernels=("patched:$SRC:$obj:baseline" "base:$base_src:$CACHE/obj-base-nodebug:baseline"
+		 "patched:$SRC:$obj:$plan")
+fi
+
+rm -rf "$out"
+mkdir -p "$out"
+rc=0
+run=0
+for k in "${kernels[@]}"; do
+	IFS=: read -r label src kobj kplan <<<"$k"
+	run=$((run + 1))
+	dir=$out/run$run-$label-$kplan
+	log "bench: $kplan plan on the $label kernel ($kobj)"
+	VM_NETWORK=loop "$TOP/workbench/vm.sh" "$kobj/arch/x86/boot/bzImage" "$dir" \
+		"${BENCH_VM_TIMEOUT:-5400}" \
+		"$TOP/bench/guest-bench.sh $dir $src $kplan > $dir/guest.log 2>&1" || true
+	echo "$label" >"$dir/kernel-label"
+	if [ "$(cat "$dir/guest-finished" 2>/dev/null)" != 0 ]; then
+		log "bench run $dir did not finish cleanly (guest log: $dir/guest.log, console: $dir/console.log)"
+		tail -5 "$dir/guest.log" >&2 || true
+		rc=1
+	fi
+	# A benchmark on a kernel that splatted is not a result.
+	if ! python3 "$TOP/workbench/splat.py" "$dir/console.log" >"$dir/splats.txt"; then
+		log "kernel splat during $dir:"
+		head -20 "$dir/splats.txt" >&2
+		rc=1
+	fi
+done
+/usr/bin/python3 "$TOP/bench/report.py" "$out" || rc=1
+log "bench ($plan) finished in $(( $(date +%s) - start ))s with exit $rc; results in $out"
+exit $rc
