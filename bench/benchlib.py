@@ -62,21 +62,29 @@ class Ynl:
 
 
 class Pair:
-    """Two linked devices, one per namespace, one queue each."""
+    """Two linked devices, one per namespace, one queue each. Sides are
+    named NS_SUT and NS_PEER; wrap() runs a command on a side."""
 
     kind = None
 
     def __init__(self):
         self.ifname = {}
+        self.addr = {NS_SUT: ADDR_SUT, NS_PEER: ADDR_PEER}
+        self.netns = {NS_SUT: NS_SUT, NS_PEER: NS_PEER}
         self.irq_names = []      # /proc/interrupts names of the SUT device
 
-    def ifindex(self, ns):
-        out = sh("ip", "-n", ns, "-j", "link", "show", self.ifname[ns])
-        return json.loads(out)[0]["ifindex"]
+    def wrap(self, side, argv):
+        return ["ip", "netns", "exec", self.netns[side]] + list(argv)
 
-    def mac(self, ns):
-        out = sh("ip", "-n", ns, "-j", "link", "show", self.ifname[ns])
-        return json.loads(out)[0]["address"]
+    def link(self, side):
+        out = sh(*self.wrap(side, ["ip", "-j", "link", "show", self.ifname[side]]))
+        return json.loads(out)[0]
+
+    def ifindex(self, side):
+        return self.link(side)["ifindex"]
+
+    def mac(self, side):
+        return self.link(side)["address"]
 
     def _address(self):
         for ns, addr in ((NS_SUT, ADDR_SUT), (NS_PEER, ADDR_PEER)):
@@ -150,7 +158,43 @@ class VirtioPair(Pair):
                  10, "eth0/eth1 back in init_net")
 
 
-PAIRS = {"netdevsim": NsimPair, "virtio": VirtioPair}
+class HostPair(Pair):
+    """Two real machines: this one is the SUT (interface NETIF, address
+    BENCH_SUT_ADDR), the peer BENCH_PEER_ADDR is reached over ssh
+    (BENCH_PEER_SSH=user@host) to start the reflector, with the same
+    checkout at the same path there (or BENCH_PEER_NAPI_RR)."""
+
+    kind = "host"
+
+    def setup(self):
+        try:
+            self.ifname = {NS_SUT: os.environ["NETIF"],
+                           NS_PEER: os.environ.get("BENCH_PEER_NETIF", os.environ["NETIF"])}
+            self.addr = {NS_SUT: os.environ["BENCH_SUT_ADDR"],
+                         NS_PEER: os.environ["BENCH_PEER_ADDR"]}
+            self.ssh = os.environ["BENCH_PEER_SSH"]
+        except KeyError as exc:
+            raise RuntimeError(f"real machines need {exc.args[0]} set (see README.md)")
+        self.netns = {NS_SUT: None, NS_PEER: None}
+        self.irq_names = [f"{self.ifname[NS_SUT]}-"]
+        sh("ping", "-c1", "-W1", self.addr[NS_PEER])
+
+    def wrap(self, side, argv):
+        if side == NS_SUT:
+            return list(argv)
+        return ["ssh", self.ssh] + list(argv)
+
+    def mac(self, side):
+        if side == NS_SUT:
+            return super().mac(side)
+        out = sh("ip", "-j", "neigh", "show", self.addr[NS_PEER])
+        return json.loads(out)[0]["lladdr"]
+
+    def teardown(self):
+        pass
+
+
+PAIRS = {"netdevsim": NsimPair, "virtio": VirtioPair, "host": HostPair}
 
 
 class Modes:
@@ -159,13 +203,14 @@ class Modes:
     def __init__(self, pair, ynl):
         self.pair, self.ynl = pair, ynl
         self.ifindex = pair.ifindex(NS_SUT)
-        self.has_napi_set = ynl.has_op(NS_SUT, "napi-set")
+        self.has_napi_set = ynl.has_op(pair.netns[NS_SUT], "napi-set")
 
     def sysfs(self, attr, value):
-        write(f"/sys/class/net/{self.pair.ifname[NS_SUT]}/{attr}", value, ns=NS_SUT)
+        write(f"/sys/class/net/{self.pair.ifname[NS_SUT]}/{attr}", value,
+              ns=self.pair.netns[NS_SUT])
 
     def napi_ids(self):
-        return [n["id"] for n in self.ynl.napis(NS_SUT, self.ifindex)]
+        return [n["id"] for n in self.ynl.napis(self.pair.netns[NS_SUT], self.ifindex)]
 
     def napi_set(self, **attrs):
         if not self.has_napi_set:
@@ -173,7 +218,7 @@ class Modes:
         for napi_id in self.napi_ids():
             body = {"id": napi_id}
             body.update({k.replace("_", "-"): v for k, v in attrs.items()})
-            self.ynl.call(NS_SUT, "napi-set", "do", body)
+            self.ynl.call(self.pair.netns[NS_SUT], "napi-set", "do", body)
 
     def apply(self, defer=0, gro=0, busy_read=0, busy_poll=0, threaded=None,
               irq_suspend=None):
@@ -193,7 +238,8 @@ class Modes:
         pids = []
         if threaded:
             self.napi_set(threaded=threaded)
-            pids = [n["pid"] for n in self.ynl.napis(NS_SUT, self.ifindex) if "pid" in n]
+            napis = self.ynl.napis(self.pair.netns[NS_SUT], self.ifindex)
+            pids = [n["pid"] for n in napis if "pid" in n]
             for pid in pids:
                 sh("taskset", "-pc", str(CPU_NAPI), str(pid))
                 sh("chrt", "-f", "-p", "50", str(pid))

@@ -34,8 +34,8 @@ def variants(xs):
 
 
 class Memcached:
-    def __init__(self, args, env):
-        self.args, self.env = args, env
+    def __init__(self, args, pair, env):
+        self.args, self.pair, self.env = args, pair, env
         self.proc = None
 
     def __enter__(self):
@@ -43,9 +43,9 @@ class Memcached:
         if self.env:
             env["LD_PRELOAD"] = self.args.preload
         self.proc = subprocess.Popen(
-            ["ip", "netns", "exec", bl.NS_SUT, "taskset", "-c", str(bl.CPU_APP),
-             "memcached", "-u", "root", "-t", "1", "-c", "4096", "-l", bl.ADDR_SUT,
-             "-p", str(PORT), "-U", "0"],
+            self.pair.wrap(bl.NS_SUT, [
+                "taskset", "-c", str(bl.CPU_APP), "memcached", "-u", "root", "-t", "1",
+                "-c", "4096", "-l", self.pair.addr[bl.NS_SUT], "-p", str(PORT), "-U", "0"]),
             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         bl.busywait(self.listening, 20, "memcached listening")
         return self
@@ -53,7 +53,7 @@ class Memcached:
     def listening(self):
         if self.proc.poll() is not None:
             raise RuntimeError(f"memcached exited: {self.proc.stderr.read().strip()}")
-        out = bl.sh("ss", "-Hltn", f"sport = :{PORT}", ns=bl.NS_SUT)
+        out = bl.sh(*self.pair.wrap(bl.NS_SUT, ["ss", "-Hltn", f"sport = :{PORT}"]))
         return "LISTEN" in out
 
     def cpu_ticks(self):
@@ -77,12 +77,12 @@ def run_point(args, pair, modes, name, variant, qps, rep, out):
         modes.apply(**setup)
         modes.pin_irqs(bl.CPU_APP)  # the seed keeps IRQs with the server's cores
         result = os.path.join(args.out, "point.json")
-        with Memcached(args, env):
-            cmd = ["ip", "netns", "exec", bl.NS_PEER, "taskset", "-c", str(bl.CPU_NAPI),
-                   args.mc_load, "--server", bl.ADDR_SUT, "--port", str(PORT),
+        with Memcached(args, pair, env):
+            cmd = ["taskset", "-c", str(bl.CPU_NAPI), args.mc_load,
+                   "--server", pair.addr[bl.NS_SUT], "--port", str(PORT),
                    "--connections", str(args.connections), "--duration", str(args.duration),
                    "--warmup", str(args.warmup), "--seed", str(rep + 1), "--json", result]
-            cmd += ["--qps", str(qps)] if qps else ["--max"]
+            cmd = pair.wrap(bl.NS_PEER, cmd + (["--qps", str(qps)] if qps else ["--max"]))
             napi_polls = bl.NapiPollCounter()
             napi_polls.start()
             before = bl.counters(pair.irq_names)

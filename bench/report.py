@@ -87,8 +87,10 @@ def rr_cells(cells):
             a[k] = med([x.get(k) for x in cnt])
         a["cpu_busy_pct"] = {cpu: med([x["cpu_busy_pct"].get(cpu) for x in cnt])
                              for cpu in cnt[0]["cpu_busy_pct"]}
-        deliver = [c["client"].get("deliver_ns") for c in cs if c["client"].get("deliver_ns")]
-        a["deliver_p50_us"] = med([d.get("p50", 0) / 1000 for d in deliver]) if deliver else None
+        # XDP hook to application, from the XDP metadata stamp.
+        for p in ("p50", "p99"):
+            a[f"deliver_{p}"] = med([c["client"][f"deliver_{p}_ns"] / 1000 for c in cs
+                                     if c["client"].get(f"deliver_{p}_ns") is not None])
         agg[key] = a
     return agg
 
@@ -113,6 +115,10 @@ def rr_tables(run, agg, lines, summary):
             lines.append("| | " + " | ".join(row) + " |")
             row = [f"lost {c['lost']}/{c['sent']}" if c else "-" for c in cells]
             lines.append("| | " + " | ".join(row) + " |")
+            if any(c and c["deliver_p50"] is not None for c in cells):
+                row = [f"XDP→app p50/p99: {fmt(c['deliver_p50'])}/{fmt(c['deliver_p99'])}"
+                       if c else "-" for c in cells]
+                lines.append("| | " + " | ".join(row) + " |")
             ratios = {}
             thr = agg.get((device, transport, rate, delay, "threaded-busy"))
             for ref in ("interrupts", "busy-thread"):

@@ -9,9 +9,9 @@ cell to OUT/rr.jsonl. bench/report.py turns them into the table.
 import argparse
 import json
 import os
+import select
 import subprocess
 import sys
-import time
 
 import benchlib as bl
 
@@ -43,34 +43,45 @@ def workload_rate(args, index):
     return max(int(rate * args.rate_scale), 1), delay
 
 
+def wait_ready(server, timeout=30):
+    """The server prints a ready line once its socket (and XDP program)
+    is up; fail with its stderr if it exits or stays silent."""
+    ready, _, _ = select.select([server.stdout], [], [], timeout)
+    line = server.stdout.readline() if ready else ""
+    if '"ready":true' not in line:
+        server.kill()
+        raise RuntimeError(f"server not ready: {server.communicate()[1].strip()}")
+
+
 def run_cell(args, pair, modes, mode, transport, workload, rep, out):
     rate, delay = workload_rate(args, workload)
     setup, poll = MODES[mode]
     pids = modes.apply(**setup)
+    peer_rr = os.environ.get("BENCH_PEER_NAPI_RR", args.napi_rr)
     server = subprocess.Popen(
-        ["ip", "netns", "exec", bl.NS_PEER, "taskset", "-c", str(bl.CPU_NAPI),
-         args.napi_rr, "server", "--transport", transport, "--ifname", pair.ifname[bl.NS_PEER],
-         "--addr", bl.ADDR_PEER, "--port", str(PORT), "--poll", "block"],
+        pair.wrap(bl.NS_PEER, ["taskset", "-c", str(bl.CPU_NAPI), peer_rr, "server",
+                               "--transport", transport, "--ifname", pair.ifname[bl.NS_PEER],
+                               "--addr", pair.addr[bl.NS_PEER], "--port", str(PORT),
+                               "--poll", "block"]),
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     cell = {"bench": "rr", "device": pair.kind, "transport": transport, "mode": mode,
             "workload": workload, "seed_rate": WORKLOADS[workload][0], "rate": rate,
             "delay_us": delay, "rep": rep, "kthread_pids": pids}
     try:
-        time.sleep(0.3 if transport == "udp" else 1.0)  # server socket / XDP attach
-        if server.poll() is not None:
-            raise RuntimeError(f"server exited: {server.stderr.read().strip()}")
+        wait_ready(server)
         result = os.path.join(args.out, "cell.json")
         cpus = f"{bl.CPU_APP},{bl.CPU_NAPI}" if mode == "busy-thread" else str(bl.CPU_APP)
         napi_polls = bl.NapiPollCounter()
         napi_polls.start()
         before = bl.counters(pair.irq_names)
         client = subprocess.run(
-            ["ip", "netns", "exec", bl.NS_SUT, "taskset", "-c", cpus, args.napi_rr, "client",
-             "--transport", transport, "--ifname", pair.ifname[bl.NS_SUT],
-             "--src", bl.ADDR_SUT, "--dst", bl.ADDR_PEER, "--port", str(PORT),
-             "--peer-mac", pair.mac(bl.NS_PEER), "--rate", str(rate), "--delay", str(delay),
-             "--duration", str(args.duration), "--warmup", str(args.warmup),
-             "--json", result] + poll,
+            pair.wrap(bl.NS_SUT, [
+                "taskset", "-c", cpus, args.napi_rr, "client",
+                "--transport", transport, "--ifname", pair.ifname[bl.NS_SUT],
+                "--src", pair.addr[bl.NS_SUT], "--dst", pair.addr[bl.NS_PEER],
+                "--port", str(PORT), "--peer-mac", pair.mac(bl.NS_PEER),
+                "--rate", str(rate), "--delay", str(delay), "--duration", str(args.duration),
+                "--warmup", str(args.warmup), "--json", result] + poll),
             capture_output=True, text=True, timeout=args.duration * 10 + 60)
         after = bl.counters(pair.irq_names)
         polls = napi_polls.stop()
