@@ -7,18 +7,23 @@ applied to its device, its NAPIs and its process. The peer in nsB is a
 plain interrupt-driven reflector or load generator.
 """
 
-import ast
+import ctypes
 import glob
 import json
 import os
 import re
-import signal
 import subprocess
+import sys
 import time
 
 NS_SUT, NS_PEER = "nsA", "nsB"
 ADDR_SUT, ADDR_PEER = "192.0.2.1", "192.0.2.2"
-CPU_APP, CPU_NAPI = 0, 1
+# CPU layout (seed 000 keeps the application, the NAPI kthread/IRQs and
+# the peer apart): the SUT application and its sender thread, the SUT
+# NAPI kthread and IRQs, the peer. Needs 4 CPUs; override per machine.
+CPU_APP = os.environ.get("BENCH_CPU_APP", "0,3")
+CPU_NAPI = os.environ.get("BENCH_CPU_NAPI", "1")
+CPU_PEER = os.environ.get("BENCH_CPU_PEER", "2")
 
 
 def sh(*cmd, ns=None, check=True, capture=True, timeout=60):
@@ -34,6 +39,12 @@ def write(path, value, ns=None):
     sh("sh", "-c", f"echo {value} > {path}", ns=ns)
 
 
+def udev_settle():
+    """udev renames new network devices asynchronously: let it finish
+    before we use a name."""
+    subprocess.run(["udevadm", "settle", "--timeout=10"], capture_output=True, check=False)
+
+
 def busywait(cond, timeout=10.0, what="condition"):
     deadline = time.monotonic() + timeout
     while not cond():
@@ -43,22 +54,74 @@ def busywait(cond, timeout=10.0, what="condition"):
 
 
 class Ynl:
-    """The in-tree YNL CLI for the netdev family, run inside a namespace."""
+    """The in-tree YNL library for the netdev family (what the CLI
+    tools/net/ynl/cli.py runs), in-process: starting the CLI for every
+    call costs seconds per mode switch under TCG. Each command is logged
+    as the equivalent CLI call, so the set-up can be replayed by hand."""
 
-    def __init__(self, src):
+    def __init__(self, src, log=None):
         self.cli = os.path.join(src, "tools/net/ynl/cli.py")
         self.spec = os.path.join(src, "Documentation/netlink/specs/netdev.yaml")
+        sys.path.insert(0, os.path.join(src, "tools/net/ynl"))
+        from lib import YnlFamily  # pylint: disable=import-outside-toplevel
+        self._family_class = YnlFamily
+        self._families = {}
+        self.log = log
+
+    def family(self, ns):
+        """A netdev family socket opened inside netns NS (None: ours)."""
+        if ns not in self._families:
+            with netns(ns):
+                self._families[ns] = self._family_class(self.spec, "")
+        return self._families[ns]
 
     def call(self, ns, op, kind, attrs):
-        out = sh("python3", self.cli, "--spec", self.spec, "--no-schema",
-                 f"--{kind}", op, "--json", json.dumps(attrs), ns=ns)
-        return ast.literal_eval(out.strip()) if out.strip() else None
+        if self.log:
+            prefix = f"ip netns exec {ns} " if ns else ""
+            print(f"{prefix}{self.cli} --spec {self.spec} --no-schema --{kind} {op} "
+                  f"--json '{json.dumps(attrs)}'", file=self.log, flush=True)
+        family = self.family(ns)
+        return family.dump(op, attrs) if kind == "dump" else family.do(op, attrs)
+
+    def forget(self):
+        """Drop the sockets: the namespaces they live in are going away."""
+        self._families.clear()
 
     def napis(self, ns, ifindex):
         return self.call(ns, "napi-get", "dump", {"ifindex": ifindex}) or []
 
     def has_op(self, ns, op):
-        return op in sh("python3", self.cli, "--spec", self.spec, "--list-ops", ns=ns)
+        return op in self.family(ns).ops
+
+
+class netns:
+    """Context manager: run the enclosed code in network namespace NAME
+    (a socket created inside stays there)."""
+
+    CLONE_NEWNET = 0x40000000
+
+    def __init__(self, name):
+        self.name = name
+        self.libc = ctypes.CDLL(None, use_errno=True)
+
+    def _setns(self, path):
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            if self.libc.setns(fd, self.CLONE_NEWNET):
+                raise OSError(ctypes.get_errno(), f"setns {path}")
+        finally:
+            os.close(fd)
+
+    def __enter__(self):
+        if self.name:
+            self.home = os.open("/proc/self/ns/net", os.O_RDONLY)
+            self._setns(f"/run/netns/{self.name}")
+        return self
+
+    def __exit__(self, *exc):
+        if self.name:
+            self._setns(f"/proc/self/fd/{self.home}")
+            os.close(self.home)
 
 
 class Pair:
@@ -72,6 +135,8 @@ class Pair:
         self.addr = {NS_SUT: ADDR_SUT, NS_PEER: ADDR_PEER}
         self.netns = {NS_SUT: NS_SUT, NS_PEER: NS_PEER}
         self.irq_names = []      # /proc/interrupts names of the SUT device
+        self.nics = []
+        self._macs = {}
 
     def wrap(self, side, argv):
         return ["ip", "netns", "exec", self.netns[side]] + list(argv)
@@ -84,7 +149,9 @@ class Pair:
         return self.link(side)["ifindex"]
 
     def mac(self, side):
-        return self.link(side)["address"]
+        if side not in self._macs:
+            self._macs[side] = self.link(side)["address"]
+        return self._macs[side]
 
     def _address(self):
         for ns, addr in ((NS_SUT, ADDR_SUT), (NS_PEER, ADDR_PEER)):
@@ -111,6 +178,7 @@ class NsimPair(Pair):
         for i, ns in ((1, NS_SUT), (2, NS_PEER)):
             sh("ip", "netns", "add", ns)
             write("/sys/bus/netdevsim/new_device", f"{i} 1 1")
+            udev_settle()
             dev = os.listdir(f"/sys/bus/netdevsim/devices/netdevsim{i}/net")[0]
             sh("ip", "link", "set", "dev", dev, "netns", ns)
             sh("ip", "-n", ns, "link", "set", "dev", dev, "name", f"nsim{i}")
@@ -134,15 +202,30 @@ class NsimPair(Pair):
 
 
 class VirtioPair(Pair):
-    """eth0 and eth1 of 'vng --network loop': two virtio-net NICs on one
-    QEMU hub, with real (emulated) MSI-X interrupts."""
+    """The NICs of 'vng --network loop': two virtio-net NICs on one QEMU
+    hub, with real (emulated) MSI-X interrupts."""
 
     kind = "virtio"
 
+    @staticmethod
+    def virtio_nics():
+        """The virtio-net devices in init_net, ordered by MAC address."""
+        udev_settle()
+        nics = []
+        for dev in os.listdir("/sys/class/net"):
+            driver = f"/sys/class/net/{dev}/device/driver"
+            if os.path.exists(driver) and os.path.basename(os.readlink(driver)) == "virtio_net":
+                with open(f"/sys/class/net/{dev}/address") as f:
+                    nics.append((f.read().strip(), dev))
+        return [dev for _, dev in sorted(nics)]
+
     def setup(self):
-        for dev, ns in (("eth0", NS_SUT), ("eth1", NS_PEER)):
-            if not os.path.exists(f"/sys/class/net/{dev}"):
-                raise RuntimeError(f"no {dev}: boot the VM with --network loop")
+        nics = self.virtio_nics()
+        if len(nics) < 2:
+            raise RuntimeError(f"need two virtio-net NICs, found {nics}: "
+                               "boot the VM with --network loop")
+        self.nics = nics[:2]
+        for dev, ns in zip(self.nics, (NS_SUT, NS_PEER)):
             if ns == NS_SUT:
                 virtio = os.path.basename(os.readlink(f"/sys/class/net/{dev}/device"))
                 self.irq_names = [f"{virtio}-input", f"{virtio}-output"]
@@ -154,8 +237,8 @@ class VirtioPair(Pair):
     def teardown(self):
         # Deleting the namespaces hands physical devices back to init_net.
         super().teardown()
-        busywait(lambda: all(os.path.exists(f"/sys/class/net/{d}") for d in ("eth0", "eth1")),
-                 10, "eth0/eth1 back in init_net")
+        busywait(lambda: all(os.path.exists(f"/sys/class/net/{d}") for d in self.nics),
+                 10, "the virtio NICs back in init_net")
 
 
 class HostPair(Pair):
@@ -203,14 +286,22 @@ class Modes:
     def __init__(self, pair, ynl):
         self.pair, self.ynl = pair, ynl
         self.ifindex = pair.ifindex(NS_SUT)
+        ynl.forget()
         self.has_napi_set = ynl.has_op(pair.netns[NS_SUT], "napi-set")
+        self.napi_polls = NapiPollCounter(pair.ifname[NS_SUT])
+        self._napi_ids = None
+        self.state = {}     # unknown at first: the first apply() writes all
 
     def sysfs(self, attr, value):
         write(f"/sys/class/net/{self.pair.ifname[NS_SUT]}/{attr}", value,
               ns=self.pair.netns[NS_SUT])
 
     def napi_ids(self):
-        return [n["id"] for n in self.ynl.napis(self.pair.netns[NS_SUT], self.ifindex)]
+        # Stable: the benchmarks never change the queue count.
+        if self._napi_ids is None:
+            napis = self.ynl.napis(self.pair.netns[NS_SUT], self.ifindex)
+            self._napi_ids = [n["id"] for n in napis]
+        return self._napi_ids
 
     def napi_set(self, **attrs):
         if not self.has_napi_set:
@@ -220,28 +311,39 @@ class Modes:
             body.update({k.replace("_", "-"): v for k, v in attrs.items()})
             self.ynl.call(self.pair.netns[NS_SUT], "napi-set", "do", body)
 
-    def apply(self, defer=0, gro=0, busy_read=0, busy_poll=0, threaded=None,
-              irq_suspend=None):
+    def apply(self, defer=0, gro=0, busy_read=0, busy_poll=0, threaded="disabled",
+              irq_suspend=0):
         """Device-wide defer/gro through sysfs (works on the base kernel
-        too), threaded mode and irq-suspend-timeout per NAPI via napi-set.
-        Returns the PIDs of busy-poll kthreads, pinned and SCHED_FIFO."""
-        write("/proc/sys/net/core/busy_read", busy_read)
-        write("/proc/sys/net/core/busy_poll", busy_poll)
-        if self.has_napi_set:
-            self.napi_set(threaded="disabled", irq_suspend_timeout=0)
-        else:
-            self.sysfs("threaded", 0)
-        self.sysfs("napi_defer_hard_irqs", defer)
-        self.sysfs("gro_flush_timeout", gro)
-        if irq_suspend:
-            self.napi_set(irq_suspend_timeout=irq_suspend)
+        too), threaded mode and irq-suspend-timeout per NAPI via napi-set;
+        only what differs from the previous mode is written (the YNL CLI
+        takes seconds under TCG). Returns the PIDs of busy-poll kthreads,
+        pinned to CPU_NAPI and SCHED_FIFO as in the seed's set-up."""
+        want = {"busy_read": busy_read, "busy_poll": busy_poll, "defer": defer, "gro": gro,
+                "threaded": threaded, "irq_suspend": irq_suspend}
+        changed = {k: v for k, v in want.items() if self.state.get(k) != v}
+        for key in ("busy_read", "busy_poll"):
+            if key in changed:
+                write(f"/proc/sys/net/core/{key}", changed[key])
+        if "defer" in changed:
+            self.sysfs("napi_defer_hard_irqs", defer)
+        if "gro" in changed:
+            self.sysfs("gro_flush_timeout", gro)
+        napi_attrs = {}
+        if "threaded" in changed:
+            napi_attrs["threaded"] = threaded
+        if "irq_suspend" in changed and self.has_napi_set:
+            napi_attrs["irq_suspend_timeout"] = irq_suspend
+        if napi_attrs and self.has_napi_set:
+            self.napi_set(**napi_attrs)
+        elif "threaded" in changed:
+            self.sysfs("threaded", {"disabled": 0, "enabled": 1, "busy-poll": 2}[threaded])
+        self.state = want
         pids = []
-        if threaded:
-            self.napi_set(threaded=threaded)
+        if threaded == "busy-poll":
             napis = self.ynl.napis(self.pair.netns[NS_SUT], self.ifindex)
             pids = [n["pid"] for n in napis if "pid" in n]
             for pid in pids:
-                sh("taskset", "-pc", str(CPU_NAPI), str(pid))
+                sh("taskset", "-pc", CPU_NAPI, str(pid))
                 sh("chrt", "-f", "-p", "50", str(pid))
         self.pin_irqs(CPU_NAPI)
         return pids
@@ -251,7 +353,9 @@ class Modes:
             write(f"/proc/irq/{irq}/smp_affinity_list", cpu)
 
     def reset(self):
+        self.state = {}
         self.apply()
+        self.napi_polls.close()
 
 
 def device_irqs(names):
@@ -265,7 +369,7 @@ def device_irqs(names):
     return irqs
 
 
-def counters(irq_names, napi_polls=None):
+def counters(irq_names):
     """Snapshot of the per-CPU and per-device counters a cell reports."""
     snap = {"time": time.monotonic(), "cpu": {}, "net_rx": [], "dev_irqs": 0}
     with open("/proc/stat") as f:
@@ -310,42 +414,46 @@ def counter_delta(before, after, requests):
 
 
 class NapiPollCounter:
-    """Counts napi:napi_poll events system-wide with 'perf stat' (an
-    in-kernel counter, no trace buffer). None when perf cannot."""
+    """Counts napi:napi_poll events of one device from the trace ring
+    buffer's per-CPU statistics (entries + overrun since the last reset):
+    no reader process, and the event stays enabled for the whole run so
+    its static key is patched once, not per cell. count() is None where
+    tracefs or the event is missing."""
 
-    def __init__(self):
-        self.proc = None
+    TRACING = "/sys/kernel/tracing"
+
+    def __init__(self, dev_name):
+        self.event = f"{self.TRACING}/events/napi/napi_poll"
+        self.ok = os.path.exists(f"{self.event}/enable")
+        if self.ok:
+            self._write(f"{self.event}/filter", f'dev_name == "{dev_name}"')
+            self._write(f"{self.event}/enable", "1")
 
     @staticmethod
-    def binary():
-        # Debian's /usr/bin/perf wrapper refuses kernels it was not built
-        # for; the versioned binary works on any.
-        found = sorted(glob.glob("/usr/bin/perf_[0-9]*"))
-        return found[-1] if found else "perf"
+    def _write(path, text):
+        with open(path, "w") as f:
+            f.write(text + "\n")
 
-    def start(self):
-        try:
-            self.proc = subprocess.Popen(
-                [self.binary(), "stat", "-a", "-x,", "-e", "napi:napi_poll", "--", "sleep", "3600"],
-                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        except OSError:
-            self.proc = None
+    def reset(self):
+        if self.ok:
+            self._write(f"{self.TRACING}/trace", "")
 
-    def stop(self):
-        if not self.proc:
+    def count(self):
+        if not self.ok:
             return None
-        # perf stat prints its counts when interrupted.
-        self.proc.send_signal(signal.SIGINT)
-        try:
-            _, err = self.proc.communicate(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            return None
-        for line in err.splitlines():
-            fields = line.split(",")
-            if len(fields) > 2 and fields[2] == "napi:napi_poll" and fields[0].isdigit():
-                return int(fields[0])
-        return None
+        total = 0
+        for stats in glob.glob(f"{self.TRACING}/per_cpu/cpu*/stats"):
+            with open(stats) as f:
+                for line in f:
+                    key, _, value = line.partition(":")
+                    if key in ("entries", "overrun"):
+                        total += int(value)
+        return total
+
+    def close(self):
+        if self.ok:
+            self._write(f"{self.event}/enable", "0")
+            self._write(f"{self.event}/filter", "0")
 
 
 def machine_info():

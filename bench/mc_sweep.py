@@ -11,10 +11,14 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import benchlib as bl
 
 PORT = 11311
+# memcached runs one worker thread on one core, with the device IRQs, as
+# the seed pins both to the same NUMA-local cores.
+SERVER_CPU = bl.CPU_APP.split(",")[0]
 US = 1000  # ns per us: the seed gives timeouts in us, netlink takes ns
 
 
@@ -44,7 +48,7 @@ class Memcached:
             env["LD_PRELOAD"] = self.args.preload
         self.proc = subprocess.Popen(
             self.pair.wrap(bl.NS_SUT, [
-                "taskset", "-c", str(bl.CPU_APP), "memcached", "-u", "root", "-t", "1",
+                "taskset", "-c", SERVER_CPU, "memcached", "-u", "root", "-t", "1",
                 "-c", "4096", "-l", self.pair.addr[bl.NS_SUT], "-p", str(PORT), "-U", "0"]),
             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         bl.busywait(self.listening, 20, "memcached listening")
@@ -70,26 +74,26 @@ class Memcached:
 
 
 def run_point(args, pair, modes, name, variant, qps, rep, out):
+    started = time.monotonic()
     setup, env = variant
     point = {"bench": "mc", "device": pair.kind, "variant": name, "load": qps or "MAX",
              "rep": rep}
     try:
         modes.apply(**setup)
-        modes.pin_irqs(bl.CPU_APP)  # the seed keeps IRQs with the server's cores
+        modes.pin_irqs(SERVER_CPU)
         result = os.path.join(args.out, "point.json")
         with Memcached(args, pair, env):
-            cmd = ["taskset", "-c", str(bl.CPU_NAPI), args.mc_load,
+            cmd = ["taskset", "-c", bl.CPU_PEER, args.mc_load,
                    "--server", pair.addr[bl.NS_SUT], "--port", str(PORT),
                    "--connections", str(args.connections), "--duration", str(args.duration),
                    "--warmup", str(args.warmup), "--seed", str(rep + 1), "--json", result]
             cmd = pair.wrap(bl.NS_PEER, cmd + (["--qps", str(qps)] if qps else ["--max"]))
-            napi_polls = bl.NapiPollCounter()
-            napi_polls.start()
+            modes.napi_polls.reset()
             before = bl.counters(pair.irq_names)
             load = subprocess.run(cmd, capture_output=True, text=True,
                                   timeout=(args.duration + args.warmup) * 10 + 60)
             after = bl.counters(pair.irq_names)
-            polls = napi_polls.stop()
+            polls = modes.napi_polls.count()
         if load.returncode:
             raise RuntimeError(f"mc_load exit {load.returncode}: {load.stderr.strip()}")
         with open(result) as f:
@@ -98,17 +102,18 @@ def run_point(args, pair, modes, name, variant, qps, rep, out):
         point["counters"] = bl.counter_delta(before, after, queries)
         point["counters"]["napi_polls_per_query"] = \
             round(polls / max(queries, 1), 3) if polls is not None else None
-        point["server_cpu_pct"] = point["counters"]["cpu_busy_pct"].get(f"cpu{bl.CPU_APP}")
+        point["server_cpu_pct"] = point["counters"]["cpu_busy_pct"].get(f"cpu{SERVER_CPU}")
         point["status"] = "ok"
     except (RuntimeError, subprocess.TimeoutExpired, OSError, ValueError, TimeoutError) as exc:
         point["status"] = "error"
         point["error"] = str(exc)
+    point["wall_s"] = round(time.monotonic() - started, 1)
     out.write(json.dumps(point) + "\n")
     out.flush()
     lg = point.get("load_gen", {})
     print(f"mc {pair.kind:9} {name:10} load={point['load']!s:6} rep{rep}: {point['status']} "
           f"qps={lg.get('achieved_qps')} p99={lg.get('latency_us', {}).get('p99')}us "
-          f"cpu={point.get('server_cpu_pct')}%"
+          f"cpu={point.get('server_cpu_pct')}% ({point['wall_s']}s)"
           f"{' ' + point.get('error', '') if point['status'] != 'ok' else ''}", flush=True)
     return point["status"] == "ok"
 
@@ -131,7 +136,8 @@ def main():
     args = parser.parse_args()
 
     os.makedirs(args.out, exist_ok=True)
-    ynl = bl.Ynl(args.src)
+    # The set-up as YNL CLI commands, to replay by hand.
+    ynl = bl.Ynl(args.src, log=open(os.path.join(args.out, "setup-commands.log"), "a"))
     all_variants = variants([int(x) for x in args.x.split()])
     failures = 0
     with open(os.path.join(args.out, "mc.jsonl"), "a") as out:
@@ -145,10 +151,11 @@ def main():
                                       "error": str(exc)}) + "\n")
                 pair.teardown()
                 continue
-            modes = bl.Modes(pair, ynl)
-            names = [n for n in (args.variants.split() if args.variants else all_variants)
-                     if modes.has_napi_set or not n.startswith("suspend")]
+            modes = None
             try:
+                modes = bl.Modes(pair, ynl)
+                names = [n for n in (args.variants.split() if args.variants else all_variants)
+                         if modes.has_napi_set or not n.startswith("suspend")]
                 for rep in range(args.reps):
                     for qps in (int(q) for q in args.loads.split()):
                         order = names[rep % len(names):] + names[:rep % len(names)]
@@ -156,7 +163,8 @@ def main():
                             failures += not run_point(args, pair, modes, name,
                                                       all_variants[name], qps, rep, out)
             finally:
-                modes.reset()
+                if modes:
+                    modes.reset()
                 pair.teardown()
     return 1 if failures else 0
 

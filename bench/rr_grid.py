@@ -12,6 +12,7 @@ import os
 import select
 import subprocess
 import sys
+import time
 
 import benchlib as bl
 
@@ -55,14 +56,19 @@ def wait_ready(server, timeout=30):
 
 def run_cell(args, pair, modes, mode, transport, workload, rep, out):
     rate, delay = workload_rate(args, workload)
+    started = time.monotonic()
     setup, poll = MODES[mode]
     pids = modes.apply(**setup)
     peer_rr = os.environ.get("BENCH_PEER_NAPI_RR", args.napi_rr)
+    # virtio_net runs XDP in the driver, with the NAPI ID that AF_XDP busy
+    # polling needs; netdevsim only has generic (skb) XDP, without one.
+    if transport == "xdp" and pair.kind != "netdevsim":
+        poll = poll + ["--xdp-native"]
     server = subprocess.Popen(
-        pair.wrap(bl.NS_PEER, ["taskset", "-c", str(bl.CPU_NAPI), peer_rr, "server",
+        pair.wrap(bl.NS_PEER, ["taskset", "-c", bl.CPU_PEER, peer_rr, "server",
                                "--transport", transport, "--ifname", pair.ifname[bl.NS_PEER],
                                "--addr", pair.addr[bl.NS_PEER], "--port", str(PORT),
-                               "--poll", "block"]),
+                               "--poll", "block"] + poll[len(MODES[mode][1]):]),
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     cell = {"bench": "rr", "device": pair.kind, "transport": transport, "mode": mode,
             "workload": workload, "seed_rate": WORKLOADS[workload][0], "rate": rate,
@@ -70,13 +76,11 @@ def run_cell(args, pair, modes, mode, transport, workload, rep, out):
     try:
         wait_ready(server)
         result = os.path.join(args.out, "cell.json")
-        cpus = f"{bl.CPU_APP},{bl.CPU_NAPI}" if mode == "busy-thread" else str(bl.CPU_APP)
-        napi_polls = bl.NapiPollCounter()
-        napi_polls.start()
+        modes.napi_polls.reset()
         before = bl.counters(pair.irq_names)
         client = subprocess.run(
             pair.wrap(bl.NS_SUT, [
-                "taskset", "-c", cpus, args.napi_rr, "client",
+                "taskset", "-c", bl.CPU_APP, args.napi_rr, "client",
                 "--transport", transport, "--ifname", pair.ifname[bl.NS_SUT],
                 "--src", pair.addr[bl.NS_SUT], "--dst", pair.addr[bl.NS_PEER],
                 "--port", str(PORT), "--peer-mac", pair.mac(bl.NS_PEER),
@@ -84,7 +88,7 @@ def run_cell(args, pair, modes, mode, transport, workload, rep, out):
                 "--warmup", str(args.warmup), "--json", result] + poll),
             capture_output=True, text=True, timeout=args.duration * 10 + 60)
         after = bl.counters(pair.irq_names)
-        polls = napi_polls.stop()
+        polls = modes.napi_polls.count()
         if client.returncode:
             raise RuntimeError(f"client exit {client.returncode}: {client.stderr.strip()}")
         with open(result) as f:
@@ -103,11 +107,13 @@ def run_cell(args, pair, modes, mode, transport, workload, rep, out):
             server.communicate(timeout=10)
         except subprocess.TimeoutExpired:
             server.kill()
+    cell["wall_s"] = round(time.monotonic() - started, 1)
     out.write(json.dumps(cell) + "\n")
     out.flush()
     summary = cell.get("client", {}).get("latency_ns", {})
     print(f"rr {pair.kind:9} {transport:3} {mode:13} {rate:6}pps +{delay:2}us rep{rep}: "
-          f"{cell['status']} p50={summary.get('p50')} p99={summary.get('p99')}"
+          f"{cell['status']} p50={summary.get('p50')} p99={summary.get('p99')} "
+          f"polls/req={cell.get('counters', {}).get('napi_polls_per_req')} ({cell['wall_s']}s)"
           f"{' ' + cell.get('error', '') if cell['status'] != 'ok' else ''}", flush=True)
     return cell["status"] == "ok"
 
@@ -129,7 +135,8 @@ def main():
     args = parser.parse_args()
 
     os.makedirs(args.out, exist_ok=True)
-    ynl = bl.Ynl(args.src)
+    # The set-up as YNL CLI commands, to replay by hand.
+    ynl = bl.Ynl(args.src, log=open(os.path.join(args.out, "setup-commands.log"), "a"))
     failures = 0
     with open(os.path.join(args.out, "rr.jsonl"), "a") as out:
         for device in args.devices.split():
@@ -142,10 +149,11 @@ def main():
                                       "error": str(exc)}) + "\n")
                 pair.teardown()
                 continue
-            modes = bl.Modes(pair, ynl)
-            wanted = [m for m in args.modes.split()
-                      if modes.has_napi_set or m not in PATCHED_ONLY]
+            modes = None
             try:
+                modes = bl.Modes(pair, ynl)
+                wanted = [m for m in args.modes.split()
+                          if modes.has_napi_set or m not in PATCHED_ONLY]
                 for rep in range(args.reps):
                     for workload in range(min(args.workloads, len(WORKLOADS))):
                         for transport in args.transports.split():
@@ -155,7 +163,8 @@ def main():
                                 failures += not run_cell(args, pair, modes, mode, transport,
                                                          workload, rep, out)
             finally:
-                modes.reset()
+                if modes:
+                    modes.reset()
                 pair.teardown()
     return 1 if failures else 0
 
