@@ -62,13 +62,12 @@ def run_cell(args, pair, modes, mode, transport, workload, rep, out):
     peer_rr = os.environ.get("BENCH_PEER_NAPI_RR", args.napi_rr)
     # virtio_net runs XDP in the driver, with the NAPI ID that AF_XDP busy
     # polling needs; netdevsim only has generic (skb) XDP, without one.
-    if transport == "xdp" and pair.kind != "netdevsim":
-        poll = poll + ["--xdp-native"]
+    xdp_opts = ["--xdp-native"] if transport == "xdp" and pair.kind != "netdevsim" else []
     server = subprocess.Popen(
         pair.wrap(bl.NS_PEER, ["taskset", "-c", bl.CPU_PEER, peer_rr, "server",
                                "--transport", transport, "--ifname", pair.ifname[bl.NS_PEER],
                                "--addr", pair.addr[bl.NS_PEER], "--port", str(PORT),
-                               "--poll", "block"] + poll[len(MODES[mode][1]):]),
+                               "--poll", "block"] + xdp_opts),
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     cell = {"bench": "rr", "device": pair.kind, "transport": transport, "mode": mode,
             "workload": workload, "seed_rate": WORKLOADS[workload][0], "rate": rate,
@@ -85,7 +84,7 @@ def run_cell(args, pair, modes, mode, transport, workload, rep, out):
                 "--src", pair.addr[bl.NS_SUT], "--dst", pair.addr[bl.NS_PEER],
                 "--port", str(PORT), "--peer-mac", pair.mac(bl.NS_PEER),
                 "--rate", str(rate), "--delay", str(delay), "--duration", str(args.duration),
-                "--warmup", str(args.warmup), "--json", result] + poll),
+                "--warmup", str(args.warmup), "--json", result] + poll + xdp_opts),
             capture_output=True, text=True, timeout=args.duration * 10 + 60)
         after = bl.counters(pair.irq_names)
         polls = modes.napi_polls.count()

@@ -22,12 +22,17 @@ GIT_COMMITTER_NAME=$(git -C "$tree" log -1 --format=%an HEAD)
 GIT_COMMITTER_EMAIL=$(git -C "$tree" log -1 --format=%ae HEAD)
 export GIT_COMMITTER_NAME GIT_COMMITTER_EMAIL
 
+# The series version is the newest "Changes in vN:" of the changelog.
+version=$(grep -o '^Changes in v[0-9]*' <<<"$desc" | grep -o '[0-9]*$' | sort -n | tail -1)
+prefix="PATCH 6.12"
+[ "${version:-1}" -gt 1 ] && prefix="$prefix v$version"
+
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 git -C "$tree" -c core.abbrev=12 -c diff.algorithm=myers -c diff.renames=true \
 	format-patch -q --zero-commit --no-signature --no-thread --numbered \
 	--cover-letter --cover-from-description=subject \
-	--subject-prefix="PATCH 6.12" --base="$base" -o "$out" "$base"..HEAD
+	--subject-prefix="$prefix" --base="$base" -o "$out" "$base"..HEAD
 
 rm -f "$PATCHES"/*.patch
 mv "$out"/*.patch "$PATCHES/"
