@@ -235,7 +235,11 @@ class VirtioPair(Pair):
         self._address()
 
     def teardown(self):
-        # Deleting the namespaces hands physical devices back to init_net.
+        # Hand the NICs back before deleting the namespaces: the implicit
+        # return happens in the asynchronous netns cleanup, seconds later.
+        for side, dev in self.ifname.items():
+            sh("ip", "-n", self.netns[side], "link", "set", "dev", dev, "netns", "1",
+               check=False)
         super().teardown()
         busywait(lambda: all(os.path.exists(f"/sys/class/net/{d}") for d in self.nics),
                  10, "the virtio NICs back in init_net")

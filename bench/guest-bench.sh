@@ -21,8 +21,9 @@ mc=(--out "$out" --src "$src" --mc-load "$here/memcached/mc_load"
     --preload "$here/memcached/libepoll_busy_poll.so")
 case $plan in
 full)
-	rr+=(--rate-scale "${BENCH_RATE_SCALE:-0.05}")
-	mc+=(--loads "${BENCH_MC_LOADS:-500 1000 2000 4000 0}")
+	# Sized for about an hour under TCG: 2 s cells, 3 repetitions.
+	rr+=(--rate-scale "${BENCH_RATE_SCALE:-0.05}" --duration 2 --warmup 0.3)
+	mc+=(--loads "${BENCH_MC_LOADS:-500 1000 2000 4000 0}" --duration 2 --warmup 0.3)
 	;;
 smoke)
 	# One short cell per mode / variant: keeps the benchmark working.
@@ -31,7 +32,7 @@ smoke)
 	;;
 baseline)
 	# Cost when off: the interrupt-mode cells only, run on both kernels.
-	rr+=(--modes interrupts --rate-scale "${BENCH_RATE_SCALE:-0.05}")
+	rr+=(--modes interrupts --rate-scale "${BENCH_RATE_SCALE:-0.05}" --duration 2 --warmup 0.3)
 	;;
 *) echo "unknown plan $plan" >&2; exit 2 ;;
 esac

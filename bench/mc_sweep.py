@@ -82,7 +82,7 @@ def run_point(args, pair, modes, name, variant, qps, rep, out):
         modes.apply(**setup)
         modes.pin_irqs(SERVER_CPU)
         result = os.path.join(args.out, "point.json")
-        with Memcached(args, pair, env):
+        with Memcached(args, pair, env) as server:
             cmd = ["taskset", "-c", bl.CPU_PEER, args.mc_load,
                    "--server", pair.addr[bl.NS_SUT], "--port", str(PORT),
                    "--connections", str(args.connections), "--duration", str(args.duration),
@@ -90,9 +90,11 @@ def run_point(args, pair, modes, name, variant, qps, rep, out):
             cmd = pair.wrap(bl.NS_PEER, cmd + (["--qps", str(qps)] if qps else ["--max"]))
             modes.napi_polls.reset()
             before = bl.counters(pair.irq_names)
+            ticks = server.cpu_ticks()
             load = subprocess.run(cmd, capture_output=True, text=True,
                                   timeout=(args.duration + args.warmup) * 10 + 60)
             after = bl.counters(pair.irq_names)
+            ticks = server.cpu_ticks() - ticks
             polls = modes.napi_polls.count()
         if load.returncode:
             raise RuntimeError(f"mc_load exit {load.returncode}: {load.stderr.strip()}")
@@ -103,6 +105,9 @@ def run_point(args, pair, modes, name, variant, qps, rep, out):
         point["counters"]["napi_polls_per_query"] = \
             round(polls / max(queries, 1), 3) if polls is not None else None
         point["server_cpu_pct"] = point["counters"]["cpu_busy_pct"].get(f"cpu{SERVER_CPU}")
+        # memcached's own CPU time (process context only), per query.
+        point["memcached_cpu_us_per_query"] = round(
+            ticks * 1e6 / os.sysconf("SC_CLK_TCK") / max(queries, 1), 1)
         point["status"] = "ok"
     except (RuntimeError, subprocess.TimeoutExpired, OSError, ValueError, TimeoutError) as exc:
         point["status"] = "error"

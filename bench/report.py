@@ -199,6 +199,7 @@ def mc_points(points):
              "p99": med([x["latency_us"]["p99"] for x in lg]),
              "p99_spread": spread([x["latency_us"]["p99"] for x in lg]),
              "cpu": med([p.get("server_cpu_pct") for p in ps]),
+             "cpu_us_per_query": med([p.get("memcached_cpu_us_per_query") for p in ps]),
              "errors": sum(x.get("errors", 0) + x.get("timeouts", 0) for x in lg),
              "saturated": sum(bool(x.get("saturated")) for x in lg) * 2 > len(lg),
              "reps": len(ps)}
@@ -217,11 +218,12 @@ def mc_tables(run, agg, lines, summary):
     for device in sorted({k[0] for k in agg}):
         loads = sorted({k[1] for k in agg if k[0] == device}, key=load_key)
         lines.append(f"\n### memcached on {device} ({run['label']} kernel): medians; "
-                     "latency in us, CPU = server core busy %, per query: device IRQs, "
+                     "latency in us, cpu = server core busy %, mc us/q = memcached's own "
+                     "CPU time per query, per query: device IRQs, "
                      "NET_RX softirqs, NAPI polls, context switches\n")
         lines.append("| testcase | load | qps | avglat | 95%lat | 99%lat (spread) | cpu | "
-                     "irq/q | softirq/q | polls/q | ctxsw/q | sat |")
-        lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|")
+                     "mc us/q | irq/q | softirq/q | polls/q | ctxsw/q | sat |")
+        lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
         for load in loads:
             for (d, l, variant), a in sorted(agg.items(), key=lambda kv: variant_key(kv[0][2])):
                 if d != device or l != load:
@@ -230,6 +232,7 @@ def mc_tables(run, agg, lines, summary):
                     f"| {variant} | {load} | {fmt(a['qps'], 0)} | {fmt(a['avg'], 0)} | "
                     f"{fmt(a['p95'], 0)} | {fmt(a['p99'], 0)} ({fmt(a['p99_spread'][0], 0)}.."
                     f"{fmt(a['p99_spread'][1], 0)}) | {fmt(a['cpu'], 0)} | "
+                    f"{fmt(a['cpu_us_per_query'], 0)} | "
                     f"{fmt(a['dev_irqs_per_req'], 3)} | {fmt(a['net_rx_softirqs_per_req'], 3)} | "
                     f"{fmt(a['napi_polls_per_query'], 3)} | {fmt(a['ctx_switches_per_req'], 2)} | "
                     f"{'yes' if a['saturated'] else 'no'} |")

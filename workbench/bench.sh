@@ -36,6 +36,10 @@ if [ -n "${BASELINE:-}" ] && [ "$BASELINE" != 0 ]; then
 		 "patched:$SRC:$obj:$plan")
 fi
 
+# The guest does not inherit our environment: forward the BENCH_*
+# settings (BENCH_RR_ARGS, BENCH_MC_ARGS, BENCH_RATE_SCALE, BENCH_CPU_*...).
+guest_env=$(env | grep -E '^BENCH_[A-Z_]+=' | sed -E "s/^([^=]+)=(.*)$/\1='\2'/" | tr '\n' ' ')
+
 rm -rf "$out"
 mkdir -p "$out"
 rc=0
@@ -49,7 +53,7 @@ for k in "${kernels[@]}"; do
 	# application's second thread each get their own (bench/benchlib.py).
 	VM_CPUS=${BENCH_VM_CPUS:-4} VM_NETWORK=loop "$TOP/workbench/vm.sh" "$kobj/arch/x86/boot/bzImage" "$dir" \
 		"${BENCH_VM_TIMEOUT:-5400}" \
-		"$TOP/bench/guest-bench.sh $dir $src $kplan > $dir/guest.log 2>&1" || true
+		"env $guest_env $TOP/bench/guest-bench.sh $dir $src $kplan > $dir/guest.log 2>&1" || true
 	echo "$label" >"$dir/kernel-label"
 	if [ "$(cat "$dir/guest-finished" 2>/dev/null)" != 0 ]; then
 		log "bench run $dir did not finish cleanly (guest log: $dir/guest.log, console: $dir/console.log)"

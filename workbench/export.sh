@@ -23,7 +23,7 @@ GIT_COMMITTER_EMAIL=$(git -C "$tree" log -1 --format=%ae HEAD)
 export GIT_COMMITTER_NAME GIT_COMMITTER_EMAIL
 
 # The series version is the newest "Changes in vN:" of the changelog.
-version=$(grep -o '^Changes in v[0-9]*' <<<"$desc" | grep -o '[0-9]*$' | sort -n | tail -1)
+version=$(grep -o '^Changes in v[0-9]*' <<<"$desc" | grep -o '[0-9]*$' | sort -n | tail -1 || true)
 prefix="PATCH 6.12"
 [ "${version:-1}" -gt 1 ] && prefix="$prefix v$version"
 
