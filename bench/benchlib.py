@@ -362,6 +362,60 @@ class Modes:
         self.napi_polls.close()
 
 
+def each_pair(bench, devices, ynl, out):
+    """Set up each device pair in turn and yield (pair, modes), tearing
+    it down on every path. A pair that cannot be set up (no virtio NICs,
+    no netdevsim) is recorded as skipped."""
+    for device in devices:
+        pair = PAIRS[device]()
+        try:
+            pair.setup()
+        except (RuntimeError, OSError, TimeoutError) as exc:
+            print(f"{bench} {device}: skipped, {exc}", flush=True)
+            out.write(json.dumps({"bench": bench, "device": device, "status": "skip",
+                                  "error": str(exc)}) + "\n")
+            pair.teardown()
+            continue
+        modes = None
+        try:
+            modes = Modes(pair, ynl)
+            yield pair, modes
+        finally:
+            if modes:
+                modes.reset()
+            pair.teardown()
+
+
+def stop_process(proc, timeout=10):
+    """SIGTERM, then SIGKILL if PROC does not exit in time; returns its
+    (stdout, stderr)."""
+    proc.terminate()
+    try:
+        return proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        return proc.communicate()
+
+
+def record(out, result, started, summary):
+    """Append one cell's RESULT to OUT and print SUMMARY with its status
+    and wall time. Returns whether the cell succeeded."""
+    result["wall_s"] = round(time.monotonic() - started, 1)
+    out.write(json.dumps(result) + "\n")
+    out.flush()
+    ok = result["status"] == "ok"
+    print(f"{summary} {result['status']} ({result['wall_s']}s)"
+          f"{'' if ok else ' ' + result.get('error', '')}", flush=True)
+    return ok
+
+
+def rotated(items, rep):
+    """Repetition REP starts at another item: interleaved modes or
+    variants, so that drifts during a run hit all of them alike."""
+    k = rep % len(items) if items else 0
+    return items[k:] + items[:k]
+
+
 def device_irqs(names):
     irqs = []
     with open("/proc/interrupts") as f:

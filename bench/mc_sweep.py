@@ -66,11 +66,7 @@ class Memcached:
         return int(fields[11]) + int(fields[12])
 
     def __exit__(self, *exc):
-        self.proc.terminate()
-        try:
-            self.proc.communicate(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
+        bl.stop_process(self.proc)
 
 
 def run_point(args, pair, modes, name, variant, qps, rep, out):
@@ -112,15 +108,11 @@ def run_point(args, pair, modes, name, variant, qps, rep, out):
     except (RuntimeError, subprocess.TimeoutExpired, OSError, ValueError, TimeoutError) as exc:
         point["status"] = "error"
         point["error"] = str(exc)
-    point["wall_s"] = round(time.monotonic() - started, 1)
-    out.write(json.dumps(point) + "\n")
-    out.flush()
     lg = point.get("load_gen", {})
-    print(f"mc {pair.kind:9} {name:10} load={point['load']!s:6} rep{rep}: {point['status']} "
-          f"qps={lg.get('achieved_qps')} p99={lg.get('latency_us', {}).get('p99')}us "
-          f"cpu={point.get('server_cpu_pct')}% ({point['wall_s']}s)"
-          f"{' ' + point.get('error', '') if point['status'] != 'ok' else ''}", flush=True)
-    return point["status"] == "ok"
+    return bl.record(out, point, started,
+                     f"mc {pair.kind:9} {name:10} load={point['load']!s:6} rep{rep}: "
+                     f"qps={lg.get('achieved_qps')} p99={lg.get('latency_us', {}).get('p99')}us "
+                     f"cpu={point.get('server_cpu_pct')}%")
 
 
 def main():
@@ -146,31 +138,14 @@ def main():
     all_variants = variants([int(x) for x in args.x.split()])
     failures = 0
     with open(os.path.join(args.out, "mc.jsonl"), "a") as out:
-        for device in args.devices.split():
-            pair = bl.PAIRS[device]()
-            try:
-                pair.setup()
-            except (RuntimeError, OSError, TimeoutError) as exc:
-                print(f"mc {device}: skipped, {exc}", flush=True)
-                out.write(json.dumps({"bench": "mc", "device": device, "status": "skip",
-                                      "error": str(exc)}) + "\n")
-                pair.teardown()
-                continue
-            modes = None
-            try:
-                modes = bl.Modes(pair, ynl)
-                names = [n for n in (args.variants.split() if args.variants else all_variants)
-                         if modes.has_napi_set or not n.startswith("suspend")]
-                for rep in range(args.reps):
-                    for qps in (int(q) for q in args.loads.split()):
-                        order = names[rep % len(names):] + names[:rep % len(names)]
-                        for name in order:
-                            failures += not run_point(args, pair, modes, name,
-                                                      all_variants[name], qps, rep, out)
-            finally:
-                if modes:
-                    modes.reset()
-                pair.teardown()
+        for pair, modes in bl.each_pair("mc", args.devices.split(), ynl, out):
+            names = [n for n in (args.variants.split() if args.variants else all_variants)
+                     if modes.has_napi_set or not n.startswith("suspend")]
+            for rep in range(args.reps):
+                for qps in (int(q) for q in args.loads.split()):
+                    for name in bl.rotated(names, rep):
+                        failures += not run_point(args, pair, modes, name, all_variants[name],
+                                                  qps, rep, out)
     return 1 if failures else 0
 
 

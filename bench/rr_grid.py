@@ -101,20 +101,12 @@ def run_cell(args, pair, modes, mode, transport, workload, rep, out):
         cell["status"] = "error"
         cell["error"] = str(exc)
     finally:
-        server.terminate()
-        try:
-            server.communicate(timeout=10)
-        except subprocess.TimeoutExpired:
-            server.kill()
-    cell["wall_s"] = round(time.monotonic() - started, 1)
-    out.write(json.dumps(cell) + "\n")
-    out.flush()
-    summary = cell.get("client", {}).get("latency_ns", {})
-    print(f"rr {pair.kind:9} {transport:3} {mode:13} {rate:6}pps +{delay:2}us rep{rep}: "
-          f"{cell['status']} p50={summary.get('p50')} p99={summary.get('p99')} "
-          f"polls/req={cell.get('counters', {}).get('napi_polls_per_req')} ({cell['wall_s']}s)"
-          f"{' ' + cell.get('error', '') if cell['status'] != 'ok' else ''}", flush=True)
-    return cell["status"] == "ok"
+        bl.stop_process(server)
+    lat = cell.get("client", {}).get("latency_ns", {})
+    return bl.record(out, cell, started,
+                     f"rr {pair.kind:9} {transport:3} {mode:13} {rate:6}pps +{delay:2}us rep{rep}: "
+                     f"p50={lat.get('p50')} p99={lat.get('p99')} "
+                     f"polls/req={cell.get('counters', {}).get('napi_polls_per_req')}")
 
 
 def main():
@@ -138,33 +130,14 @@ def main():
     ynl = bl.Ynl(args.src, log=open(os.path.join(args.out, "setup-commands.log"), "a"))
     failures = 0
     with open(os.path.join(args.out, "rr.jsonl"), "a") as out:
-        for device in args.devices.split():
-            pair = bl.PAIRS[device]()
-            try:
-                pair.setup()
-            except (RuntimeError, OSError, TimeoutError) as exc:
-                print(f"rr {device}: skipped, {exc}", flush=True)
-                out.write(json.dumps({"bench": "rr", "device": device, "status": "skip",
-                                      "error": str(exc)}) + "\n")
-                pair.teardown()
-                continue
-            modes = None
-            try:
-                modes = bl.Modes(pair, ynl)
-                wanted = [m for m in args.modes.split()
-                          if modes.has_napi_set or m not in PATCHED_ONLY]
-                for rep in range(args.reps):
-                    for workload in range(min(args.workloads, len(WORKLOADS))):
-                        for transport in args.transports.split():
-                            # Interleave modes so drifts hit all of them alike.
-                            order = wanted[rep % len(wanted):] + wanted[:rep % len(wanted)]
-                            for mode in order:
-                                failures += not run_cell(args, pair, modes, mode, transport,
-                                                         workload, rep, out)
-            finally:
-                if modes:
-                    modes.reset()
-                pair.teardown()
+        for pair, modes in bl.each_pair("rr", args.devices.split(), ynl, out):
+            wanted = [m for m in args.modes.split() if modes.has_napi_set or m not in PATCHED_ONLY]
+            for rep in range(args.reps):
+                for workload in range(min(args.workloads, len(WORKLOADS))):
+                    for transport in args.transports.split():
+                        for mode in bl.rotated(wanted, rep):
+                            failures += not run_cell(args, pair, modes, mode, transport,
+                                                     workload, rep, out)
     return 1 if failures else 0
 
 
