@@ -38,7 +38,7 @@ fi
 
 # The guest does not inherit our environment: forward the BENCH_*
 # settings (BENCH_RR_ARGS, BENCH_MC_ARGS, BENCH_RATE_SCALE, BENCH_CPU_*...).
-guest_env=$(env | grep -E '^BENCH_[A-Z_]+=' | sed -E "s/^([^=]+)=(.*)$/\1='\2'/" | tr '\n' ' ')
+guest_env=$( (env | grep -E '^BENCH_[A-Z_]+=' || true) | sed -E "s/^([^=]+)=(.*)$/\1='\2'/" | tr '\n' ' ')
 
 rm -rf "$out"
 mkdir -p "$out"
