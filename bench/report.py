@@ -73,7 +73,8 @@ def rr_cells(cells):
             groups[(c["device"], c["transport"], c["rate"], c["delay_us"], c["mode"])].append(c)
     agg = {}
     for key, cs in groups.items():
-        lat = [c["client"]["latency_ns"] for c in cs]
+        # A cell without any reply has no latency, but its loss counts.
+        lat = [c["client"]["latency_ns"] or {} for c in cs]
         cnt = [c["counters"] for c in cs]
         a = {p: med([x.get(p) / 1000 if x.get(p) is not None else None for x in lat])
              for p in PCTS + ("p999", "max")}

@@ -102,7 +102,8 @@ def run_cell(args, pair, modes, mode, transport, workload, rep, out):
         cell["error"] = str(exc)
     finally:
         bl.stop_process(server)
-    lat = cell.get("client", {}).get("latency_ns", {})
+    # latency_ns is null when no reply came back at all.
+    lat = cell.get("client", {}).get("latency_ns") or {}
     return bl.record(out, cell, started,
                      f"rr {pair.kind:9} {transport:3} {mode:13} {rate:6}pps +{delay:2}us rep{rep}: "
                      f"p50={lat.get('p50')} p99={lat.get('p99')} "
