@@ -417,19 +417,21 @@ def rotated(items, rep):
 
 
 def device_irqs(names):
-    irqs = []
+    """{irq: total count over all CPUs} of the /proc/interrupts lines
+    whose name starts with one of NAMES (the device under test)."""
+    irqs = {}
     with open("/proc/interrupts") as f:
         for line in f:
             fields = line.split()
             if fields and fields[0].rstrip(":").isdigit() and \
                     any(fields[-1].startswith(n) for n in names):
-                irqs.append(int(fields[0].rstrip(":")))
+                irqs[int(fields[0].rstrip(":"))] = sum(int(v) for v in fields[1:] if v.isdigit())
     return irqs
 
 
 def counters(irq_names):
     """Snapshot of the per-CPU and per-device counters a cell reports."""
-    snap = {"time": time.monotonic(), "cpu": {}, "net_rx": [], "dev_irqs": 0}
+    snap = {"time": time.monotonic(), "cpu": {}, "net_rx": []}
     with open("/proc/stat") as f:
         for line in f:
             fields = line.split()
@@ -444,12 +446,7 @@ def counters(irq_names):
         for line in f:
             if line.strip().startswith("NET_RX:"):
                 snap["net_rx"] = [int(v) for v in line.split()[1:]]
-    with open("/proc/interrupts") as f:
-        for line in f:
-            fields = line.split()
-            if fields and fields[0].rstrip(":").isdigit() and \
-                    any(fields[-1].startswith(n) for n in irq_names):
-                snap["dev_irqs"] += sum(int(v) for v in fields[1:] if v.isdigit())
+    snap["dev_irqs"] = sum(device_irqs(irq_names).values())
     return snap
 
 

@@ -6,31 +6,31 @@
 #   BASELINE=1     also build the unpatched base with the same config and
 #                  run the interrupt-mode cells on both kernels
 #   BENCH_PLAN=smoke  one short cell per mode on the test kernel (CI)
+#   BENCH_KERNEL_READY=1  skip deps, apply and build (the caller did them)
 . "$(dirname "$0")/lib.sh"
 plan=${BENCH_PLAN:-full}
 out=$RESULTS/bench
 start=$(date +%s)
 
-"$TOP/workbench/deps.sh"
-"$TOP/workbench/prepare-tree.sh"
 if [ "$plan" = smoke ]; then
 	# The smoke run only keeps the tools working: the CI kernel will do.
 	obj=$OBJ flavour=$FLAVOUR
 else
 	obj=$CACHE/obj-nodebug flavour=nodebug
 fi
-"$TOP/workbench/build.sh" "$SRC" "$obj" "$flavour"
+# BENCH_KERNEL_READY=1: the caller ('make test') has just applied the
+# series and built $obj.
+if [ -z "${BENCH_KERNEL_READY:-}" ]; then
+	"$TOP/workbench/deps.sh"
+	"$TOP/workbench/prepare-tree.sh"
+	"$TOP/workbench/build.sh" "$SRC" "$obj" "$flavour"
+fi
 make -s -C "$TOP/bench" >/dev/null
 
 kernels=("patched:$SRC:$obj:$plan")
 if [ -n "${BASELINE:-}" ] && [ "$BASELINE" != 0 ]; then
 	base_src=$CACHE/base-src
-	base_tag=$(git -C "$SRC" describe --tags --abbrev=0 --match 'base-*' base)
-	if [ ! -e "$base_src/.git" ]; then
-		git -C "$SRC" worktree prune
-		git -C "$SRC" worktree add -q --detach "$base_src" "$base_tag"
-	fi
-	git -C "$base_src" checkout -q -f --detach "$base_tag"
+	worktree_at "$base_src" "$(base_tag)"
 	FRAGMENTS_FROM=$SRC "$TOP/workbench/build.sh" "$base_src" "$CACHE/obj-base-nodebug" nodebug
 	kernels=("patched:$SRC:$obj:baseline" "base:$base_src:$CACHE/obj-base-nodebug:baseline"
 		 "patched:$SRC:$obj:$plan")

@@ -39,3 +39,18 @@ make_cc() {
 series_patches() {
 	sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$PATCHES/series"
 }
+
+# The base tag of the unpacked base in SRC (base-<debian version>).
+base_tag() {
+	git -C "$SRC" describe --tags --abbrev=0 --match 'base-*' base
+}
+
+# worktree_at DIR REV: a worktree of SRC at DIR, checked out (detached,
+# forced) at REV; created on first use.
+worktree_at() {
+	if [ ! -e "$1/.git" ]; then
+		git -C "$SRC" worktree prune
+		git -C "$SRC" worktree add -q --detach "$1" "$2"
+	fi
+	git -C "$1" checkout -q -f --detach "$2"
+}

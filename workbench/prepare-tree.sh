@@ -6,11 +6,6 @@
 . "$(dirname "$0")/lib.sh"
 
 "$TOP/workbench/fetch-base.sh"
-base=$(git -C "$SRC" describe --tags --abbrev=0 --match 'base-*' base)
-if [ ! -d "$APPLY/.git" ] && [ ! -f "$APPLY/.git" ]; then
-	git -C "$SRC" worktree prune
-	git -C "$SRC" worktree add -q --detach "$APPLY" "$base"
-fi
-git -C "$APPLY" checkout -q -f --detach "$base"
+worktree_at "$APPLY" "$(base_tag)"
 "$TOP/workbench/apply.sh" "$APPLY"
 git -C "$SRC" checkout -q -f --detach "$(git -C "$APPLY" rev-parse HEAD)"

@@ -17,12 +17,23 @@ trap 'rc=$?; [ $rc = 0 ] || log "make test stopped (exit $rc) during: $current"'
 step "prerequisites"
 "$TOP/workbench/deps.sh"
 
+# add_result NAME KIND STATUS [REASON]: a result of the workbench itself
+# (not of a selftest) for the report, in RESULTS/<NAME before ':'>.json.
+add_result() {
+	local file=$RESULTS/${1%%:*}.json
+	python3 -c 'import json, sys
+print(json.dumps([{"name": sys.argv[1], "kind": sys.argv[2], "status": sys.argv[3],
+                   "reason": sys.argv[4] or None}]))' "$1" "$2" "$3" "${4:-}" >"$file"
+	extra+=(--extra "$file")
+}
+
 step "workbench unit tests"
-if "$VENV/bin/python" -m pytest -q "$TOP/tests" >"$RESULTS/unit.log" 2>&1; then unit=pass; else unit=fail; fi
+if "$VENV/bin/python" -m pytest -q "$TOP/tests" >"$RESULTS/unit.log" 2>&1; then
+	add_result unit:workbench unit pass
+else
+	add_result unit:workbench unit fail "see build/results/unit.log"
+fi
 tail -1 "$RESULTS/unit.log" >&2
-printf '[{"name": "unit:workbench", "kind": "unit", "status": "%s", "reason": %s}]\n' \
-	"$unit" "$([ $unit = pass ] && echo null || echo '"see build/results/unit.log"')" >"$RESULTS/unit.json"
-extra+=(--extra "$RESULTS/unit.json")
 
 finish() {
 	step "report (results in $RESULTS)"
@@ -36,9 +47,7 @@ step "apply the series to the base"
 if ! "$TOP/workbench/prepare-tree.sh" 2>"$RESULTS/apply.log"; then
 	cat "$RESULTS/apply.log" >&2
 	reason=$(grep -o 'patch does not apply: .*' "$RESULTS/apply.log" | head -1)
-	printf '[{"name": "series:apply", "kind": "static", "status": "fail", "reason": "%s"}]\n' \
-		"${reason:-see build/results/apply.log}" >"$RESULTS/apply.json"
-	extra+=(--extra "$RESULTS/apply.json")
+	add_result series:apply static fail "${reason:-see build/results/apply.log}"
 	finish
 	exit 1
 fi
@@ -51,9 +60,7 @@ fi
 
 step "kernel build"
 if ! "$TOP/workbench/build.sh" "$SRC" "$OBJ" "$FLAVOUR"; then
-	printf '[{"name": "kernel:build", "kind": "build", "status": "fail", "reason": "build failed at the series tip, see %s"}]\n' \
-		"$OBJ/build.log" >"$RESULTS/build.json"
-	extra+=(--extra "$RESULTS/build.json")
+	add_result kernel:build build fail "build failed at the series tip, see $OBJ/build.log"
 	finish
 	exit 1
 fi
@@ -74,15 +81,14 @@ VM_ACCEL=$accel "$TOP/workbench/vm.sh" "$OBJ/arch/x86/boot/bzImage" "$RESULTS/vm
 # per mode and variant still runs (BENCH_SMOKE=0 skips it).
 if [ "${BENCH_SMOKE:-1}" != 0 ] && [ -z "${TESTS:-}" ]; then
 	step "benchmark smoke run"
-	if BENCH_PLAN=smoke RESULTS=$RESULTS "$TOP/workbench/bench.sh" >"$RESULTS/bench-smoke.log" 2>&1; then
-		smoke=pass reason=null
+	# The tree is applied and the kernel built above: do not redo it.
+	if BENCH_PLAN=smoke BENCH_KERNEL_READY=1 RESULTS=$RESULTS "$TOP/workbench/bench.sh" \
+		>"$RESULTS/bench-smoke.log" 2>&1; then
+		add_result bench:smoke bench pass
 	else
-		smoke=fail reason='"see build/results/bench-smoke.log"'
+		add_result bench:smoke bench fail "see build/results/bench-smoke.log"
 		tail -15 "$RESULTS/bench-smoke.log" >&2
 	fi
-	printf '[{"name": "bench:smoke", "kind": "bench", "status": "%s", "reason": %s}]\n' \
-		"$smoke" "$reason" >"$RESULTS/bench.json"
-	extra+=(--extra "$RESULTS/bench.json")
 fi
 
 finish

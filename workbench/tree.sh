@@ -5,7 +5,7 @@
 dest=${1:-$TOP/build/linux}
 
 "$TOP/workbench/fetch-base.sh"
-base=$(git -C "$SRC" describe --tags --abbrev=0 --match 'base-*' base)
+base=$(base_tag)
 
 if [ -d "$dest/.git" ]; then
 	if [ -n "$(git -C "$dest" status --porcelain --untracked-files=no)" ] && [ -z "${FORCE:-}" ]; then
