@@ -2,7 +2,7 @@
 # See README.md.
 WB := workbench
 
-.PHONY: help deps fetch tree export build test run bench unit clean
+.PHONY: help deps fetch tree export build test run bench unit package clean
 
 help:
 	@echo "make run     - build the patched kernel, boot it, show the demo"
@@ -12,6 +12,7 @@ help:
 	@echo "make build   - apply the series and build the kernel"
 	@echo "make unit    - the workbench's own unit tests"
 	@echo "make bench   - latency and memcached benchmarks (BASELINE=1: also the base)"
+	@echo "make package - Debian packages of the patched kernel (PACKAGE_CONFIG=debian: hours)"
 
 deps:
 	$(WB)/deps.sh
@@ -40,6 +41,9 @@ run:
 
 bench:
 	$(WB)/bench.sh
+
+package:
+	$(WB)/package.sh
 
 clean:
 	rm -rf build/results build/ksft

@@ -3,7 +3,7 @@
 """Request/response latency grid (seed 000): poll modes x workloads x
 repetitions on each device pair, modes interleaved within a repetition.
 Runs inside the VM (or on a real machine); writes one JSON object per
-cell to OUT/rr.jsonl. bench/report.py turns them into the table.
+cell to OUT/rr.jsonl. bench/bench_report.py turns them into the table.
 """
 
 import argparse

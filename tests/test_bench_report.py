@@ -1,11 +1,11 @@
-"""bench/report.py on synthetic cells: tables, ratios, baseline, findings."""
+"""bench/bench_report.py on synthetic cells: tables, ratios, baseline, findings."""
 import importlib.util
 import json
 import os
 import sys
 
 BENCH = os.path.join(os.path.dirname(__file__), "..", "bench")
-spec = importlib.util.spec_from_file_location("bench_report", os.path.join(BENCH, "report.py"))
+spec = importlib.util.spec_from_file_location("bench_report", os.path.join(BENCH, "bench_report.py"))
 bench_report = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(bench_report)
 
@@ -57,7 +57,7 @@ def test_report_tables_ratios_and_baseline(tmp_path):
           mc_point("base", 2000, 99, 9000, 1.0, saturated=True)]
     write_run(top, "run3-patched-full", "patched", rr=rr, mc=mc)
 
-    sys.argv = ["report.py", top]
+    sys.argv = ["bench_report.py", top]
     assert bench_report.main() == 0
     summary = json.load(open(os.path.join(top, "bench.json")))
     ratios = summary["rr"][0]["ratios"]

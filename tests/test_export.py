@@ -27,7 +27,7 @@ def setup(tmp_path):
     (src / "file.c").write_text("int a;\n")
     git(src, "init", "-q", "-b", "base", env=env)
     git(src, "add", ".", env=env)
-    git(src, "commit", "-q", "-m", "base", env=env)
+    git(src, "commit", "-q", "-m", "base: Debian linux-source-6.12 test", env=env)
     git(src, "tag", "base-test", env=env)
     dev = tmp_path / "dev"
     git(tmp_path, "clone", "-q", str(src), str(dev), env=env)

@@ -3,27 +3,23 @@
 # netdevsim pair and a virtio-net pair, run the latency grid and the
 # memcached sweep, and write the tables, JSON and plots to
 # build/results/bench.
-#   BASELINE=1     also build the unpatched base with the same config and
-#                  run the interrupt-mode cells on both kernels
-#   BENCH_PLAN=smoke  one short cell per mode on the test kernel (CI)
-#   BENCH_KERNEL_READY=1  skip deps, apply and build (the caller did them)
+# usage: bench.sh [PLAN [OBJ]]
+#   PLAN  full (default), or smoke: one short cell per mode (CI)
+#   OBJ   the O= directory of a kernel already built from SRC: boot that
+#         one, no deps, apply or build (how 'make test' runs the smoke plan)
+#   BASELINE=1  also build the unpatched base with the same config and run
+#               the interrupt-mode cells on both kernels
 . "$(dirname "$0")/lib.sh"
-plan=${BENCH_PLAN:-full}
+plan=${1:-full}
+obj=${2:-}
 out=$RESULTS/bench
 start=$(date +%s)
 
-if [ "$plan" = smoke ]; then
-	# The smoke run only keeps the tools working: the CI kernel will do.
-	obj=$OBJ flavour=$FLAVOUR
-else
-	obj=$CACHE/obj-nodebug flavour=nodebug
-fi
-# BENCH_KERNEL_READY=1: the caller ('make test') has just applied the
-# series and built $obj.
-if [ -z "${BENCH_KERNEL_READY:-}" ]; then
+if [ -z "$obj" ]; then
+	obj=$CACHE/obj-nodebug
 	"$TOP/workbench/deps.sh"
 	"$TOP/workbench/prepare-tree.sh"
-	"$TOP/workbench/build.sh" "$SRC" "$obj" "$flavour"
+	"$TOP/workbench/build.sh" "$SRC" "$obj" nodebug
 fi
 make -s -C "$TOP/bench" >/dev/null
 
@@ -67,6 +63,6 @@ for k in "${kernels[@]}"; do
 		rc=1
 	fi
 done
-/usr/bin/python3 "$TOP/bench/report.py" "$out" || rc=1
+/usr/bin/python3 "$TOP/bench/bench_report.py" "$out" || rc=1
 log "bench ($plan) finished in $(( $(date +%s) - start ))s with exit $rc; results in $out"
 exit $rc

@@ -1,23 +1,25 @@
 #!/bin/bash
 # Static checks of every patch of the series, in order, on the tree in
-# APPLY (already carrying the series): commit message and Signed-off-by,
-# checkpatch.pl --strict, and a W=1 build of what the patch touches at
-# that point of the series. Writes a JSON result list to $1.
+# APPLY (already carrying the series). Three results per patch:
+#   patch:NAME:message     a commit message body and a Signed-off-by
+#   patch:NAME:checkpatch  checkpatch.pl --strict; warnings only if listed
+#                          in checkpatch-allow.txt
+#   patch:NAME:w1-build    W=1 build of the objects the patch touches; a
+#                          warning those objects did not have before the
+#                          patch fails, one they already had is not its own
+# Writes the JSON result list to $1 (only once all patches are checked).
 . "$(dirname "$0")/lib.sh"
 out=$1
 bobj=$CACHE/obj-bisect
 allow=$TOP/workbench/checkpatch-allow.txt
-base=$(git -C "$APPLY" describe --tags --abbrev=0 --match 'base-*' HEAD)
+base=$(base_tag "$APPLY" HEAD)
 mapfile -t commits < <(git -C "$APPLY" rev-list --reverse "$base"..HEAD)
 mapfile -t names < <(series_patches)
 [ ${#commits[@]} = ${#names[@]} ] || die "series has ${#names[@]} patches, tree has ${#commits[@]} commits"
 logdir=$RESULTS/static
 mkdir -p "$logdir"
-results=()
-
-add_result() { # name status reason
-	results+=("$(python3 -c 'import json,sys; print(json.dumps({"name": sys.argv[1], "kind": "static", "status": sys.argv[2], "reason": sys.argv[3] or None}))' "$@")")
-}
+partial=$out.partial
+rm -f "$partial"
 
 # What to build for the files a commit touches: the object of each C
 # file, the directory of a driver-local header, and for a shared header
@@ -35,6 +37,109 @@ build_targets() {
 	done | sort -u
 }
 
+# The targets that exist in the checked-out tree (a patch may add them).
+existing_targets() {
+	local t
+	for t; do
+		case $t in
+		*/) [ -d "$APPLY/$t" ] && echo "$t" ;;
+		*) [ -f "$APPLY/${t%.o}.c" ] && echo "$t" ;;
+		esac
+	done
+	return 0
+}
+
+# w1_build LOG TARGET...: W=1 build of TARGETs, recompiled even when up to
+# date since their warnings are the measurement (ccache replays them).
+w1_build() {
+	local log=$1 t
+	shift
+	for t; do
+		case $t in
+		*/) find "$bobj/$t" -maxdepth 1 -name '*.o' -delete 2>/dev/null || true ;;
+		*) rm -f "$bobj/$t" ;;
+		esac
+	done
+	make -s -C "$APPLY" O="$bobj" CC="$(make_cc)" W=1 -j"$(nproc)" "$@" >"$log" 2>&1
+}
+
+# The warnings in a build log, sorted, without line and column numbers so
+# that a warning the patch merely moves stays the same warning.
+warnings() {
+	sed -n -E 's/^(.*):[0-9]+:[0-9]+: warning: (.*)$/\1: \2/p' "$1" |
+		sed -e "s|^$APPLY/||" -e 's|^\(\.\./\)*||' | sort
+}
+
+check_message() { # commit
+	local body
+	body=$(git -C "$APPLY" log -1 --format=%b "$1" | grep -v -E '^(Signed-off-by|Acked-by|Reviewed-by|Cc|Link):' | tr -d '[:space:]')
+	[ -n "$body" ] || echo "empty commit message"
+	git -C "$APPLY" log -1 --format=%b "$1" | grep -q '^Signed-off-by: .* <.*@.*>$' || echo "no Signed-off-by"
+}
+
+# new_files_maintained PATCH: every file PATCH adds falls under an entry
+# of the tree's MAINTAINERS for its area (checkpatch's FILE_PATH_CHANGES
+# asks whether MAINTAINERS needs updating for any added file; then it
+# does not). The catch-all entries do not count.
+new_files_maintained() {
+	local f
+	for f in $(awk '/^diff --git /{f = substr($4, 3)} /^new file mode/{print f}' "$PATCHES/$1"); do
+		(cd "$APPLY" && scripts/get_maintainer.pl --nogit --nogit-fallback --subsystem \
+			--nol --nom --nor --noemail -f "$f" 2>/dev/null) |
+			grep -qv -e '^THE REST$' -e '^KERNEL SELFTEST FRAMEWORK$' || return 1
+	done
+}
+
+check_checkpatch() { # patch-name
+	local log=$logdir/${1%.patch}.checkpatch level type
+	(cd "$APPLY" && PATH=/usr/bin:$PATH scripts/checkpatch.pl --strict --no-color --show-types --terse \
+		"$PATCHES/$1") >"$log" 2>&1 || true
+	while read -r level type; do
+		if [ "$level" = ERROR ]; then
+			echo "checkpatch ERROR:$type"
+		elif [ "$type" = FILE_PATH_CHANGES ]; then
+			new_files_maintained "$1" || echo "checkpatch $level:$type: an added file has no MAINTAINERS entry"
+		elif ! grep -qE "^($1|\*) $type " "$allow"; then
+			echo "checkpatch $level:$type not in allowlist"
+		fi
+	done < <(sed -n -E 's/^.*: (ERROR|WARNING|CHECK):([A-Z_0-9]+):.*/\1 \2/p' "$log")
+}
+
+# check_w1 COMMIT NAME: at COMMIT; prints the problems, exit 2 when there
+# was nothing to build.
+check_w1() {
+	local c=$1 log=$logdir/${2%.patch}.build targets before new
+	mapfile -t targets < <(build_targets "$c")
+	[ ${#targets[@]} != 0 ] || return 2
+	if ! w1_build "$log" "${targets[@]}"; then
+		echo "W=1 build of ${targets[*]} fails"
+		return 0
+	fi
+	# No warning at all: nothing can be new, skip the build before.
+	[ -n "$(warnings "$log")" ] || return 0
+	git -C "$APPLY" checkout -q "$c~1"
+	mapfile -t before < <(existing_targets "${targets[@]}")
+	[ ${#before[@]} = 0 ] || w1_build "$log.before" "${before[@]}" || true
+	git -C "$APPLY" checkout -q "$c"
+	# comm on sorted lists is a multiset difference: a second copy of a
+	# warning the object already had is new too.
+	new=$(comm -13 <(warnings "$log.before" 2>/dev/null) <(warnings "$log"))
+	[ -z "$new" ] || echo "$(wc -l <<<"$new") new W=1 warnings, first: $(head -1 <<<"$new")"
+}
+
+# result NAME CHECK PROBLEMS [SKIP_REASON]
+result() {
+	if [ -n "${4:-}" ]; then
+		add_result "$partial" "patch:$1:$2" static skip "$4"
+	elif [ -z "$3" ]; then
+		add_result "$partial" "patch:$1:$2" static pass
+	else
+		add_result "$partial" "patch:$1:$2" static fail "$(paste -sd';' <<<"$3")"
+		echo "FAILED $1 $2: $(paste -sd';' <<<"$3")"
+		failed=1
+	fi
+}
+
 orig=$(git -C "$APPLY" rev-parse HEAD)
 trap 'git -C "$APPLY" checkout -q "$orig"' EXIT
 "$TOP/workbench/configure.sh" "$APPLY" "$bobj" bisect
@@ -43,47 +148,18 @@ make -s -C "$APPLY" O="$bobj" CC="$(make_cc)" -j"$(nproc)" prepare >"$logdir/pre
 
 failed=0
 for i in "${!commits[@]}"; do
-	c=${commits[$i]} name=${names[$i]} problems=()
+	c=${commits[$i]} name=${names[$i]}
 	git -C "$APPLY" checkout -q "$c"
-
-	body=$(git -C "$APPLY" log -1 --format=%b "$c" | grep -v -E '^(Signed-off-by|Acked-by|Reviewed-by|Cc|Link):' | tr -d '[:space:]')
-	[ -n "$body" ] || problems+=("empty commit message")
-	git -C "$APPLY" log -1 --format=%b "$c" | grep -q '^Signed-off-by: .* <.*@.*>$' || problems+=("no Signed-off-by")
-
-	cp_log=$logdir/${name%.patch}.checkpatch
-	(cd "$APPLY" && PATH=/usr/bin:$PATH scripts/checkpatch.pl --strict --no-color --show-types --terse \
-		"$PATCHES/$name") >"$cp_log" 2>&1 || true
-	while read -r level type; do
-		if [ "$level" = ERROR ]; then
-			problems+=("checkpatch ERROR:$type")
-		elif ! grep -qE "^($name|\*) $type " "$allow"; then
-			problems+=("checkpatch $level:$type not in allowlist")
-		fi
-	done < <(sed -n -E 's/^.*: (ERROR|WARNING|CHECK):([A-Z_0-9]+):.*/\1 \2/p' "$cp_log")
-
-	targets=$(build_targets "$c")
-	if [ -n "$targets" ]; then
-		b_log=$logdir/${name%.patch}.build
-		# shellcheck disable=SC2086
-		if ! make -s -C "$APPLY" O="$bobj" CC="$(make_cc)" W=1 -j"$(nproc)" $targets >"$b_log" 2>&1; then
-			problems+=("W=1 build of $(echo $targets) fails")
-		else
-			touched=$(git -C "$APPLY" diff --name-only "$c~1" "$c" | sed 's/[.[\*^$]/\\&/g' | paste -sd'|')
-			# O= builds print absolute source paths.
-			grep -E "(^|/)($touched):[0-9]+:[0-9]+: warning:" "$b_log" >/dev/null &&
-				problems+=("W=1 warnings in touched files")
-		fi
-	fi
-
-	if [ ${#problems[@]} = 0 ]; then
-		add_result "patch:$name" pass ""
-		echo "ok     $name"
+	result "$name" message "$(check_message "$c")"
+	result "$name" checkpatch "$(check_checkpatch "$name")"
+	rc=0
+	problems=$(check_w1 "$c" "$name") || rc=$?
+	if [ $rc = 2 ]; then
+		result "$name" w1-build "" "touches no built code"
 	else
-		reason=$(IFS=';'; echo "${problems[*]}")
-		add_result "patch:$name" fail "$reason"
-		echo "FAILED $name: $reason"
-		failed=1
+		result "$name" w1-build "$problems"
 	fi
+	echo "checked $name"
 done
-printf '%s\n' "${results[@]}" | python3 -c 'import json,sys; print(json.dumps([json.loads(l) for l in sys.stdin], indent=1))' >"$out"
+mv "$partial" "$out"
 exit $failed

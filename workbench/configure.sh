@@ -1,7 +1,7 @@
 #!/bin/bash
 # Generate the kernel .config in an O= directory:
 #   virtme-ng minimal VM config + selftest fragments + config/*.config.
-# usage: configure.sh SRC OBJ [debug|nodebug|bisect]
+# usage: configure.sh SRC OBJ [debug|nodebug|bisect|kasan|rt]
 . "$(dirname "$0")/lib.sh"
 src=$1 obj=$2 flavour=${3:-debug}
 export PATH=$VENV/bin:$PATH
@@ -21,6 +21,7 @@ debug) ;;
 nodebug) fragments+=("$TOP/config/nodebug.config") ;;
 bisect) fragments+=("$TOP/config/bisect.config") ;;
 kasan) fragments+=("$TOP/config/kasan.config") ;;
+rt) fragments+=("$TOP/config/rt.config") ;;
 *) die "unknown config flavour $flavour" ;;
 esac
 
@@ -46,21 +47,16 @@ make -s -C "$src" O="$obj" olddefconfig >"$obj/.config.olddefconfig.log" 2>&1 ||
 	{ cat "$obj/.config.olddefconfig.log" >&2; die "olddefconfig failed"; }
 
 # Options we ask for explicitly must survive olddefconfig.
-lost=0
 checked=("$TOP/config/series.config" "$TOP/config/debug.config")
 # The bisect tree only needs what it compiles, modules included.
 [ "$flavour" = bisect ] && checked=("$TOP/config/bisect.config")
 [ "$flavour" = kasan ] && checked=("$TOP/config/series.config" "$TOP/config/kasan.config")
-for frag in "${checked[@]}"; do
-	while IFS= read -r want; do
-		opt=${want%%=*}
-		got=$(grep -E "^$opt=|^# $opt is not set" "$obj/.config" || true)
-		[ "$flavour" = nodebug ] && grep -q "# $opt is not set" "$TOP/config/nodebug.config" && continue
-		if [ "$got" != "$want" ]; then
-			echo "config: wanted $want, got '${got:-nothing}'" >&2
-			lost=1
-		fi
-	done < <(grep -E '^CONFIG_' "$frag")
-done
-[ $lost = 0 ] || die "kernel config lost requested options (missing dependency?)"
+[ "$flavour" = rt ] && checked+=("$TOP/config/rt.config")
+lost=$(lost_options "$obj/.config" "${checked[@]}")
+if [ "$flavour" = nodebug ]; then
+	# Except the debug options nodebug.config turns off.
+	lost=$(grep -v -F -f <(sed -n 's/^# \(CONFIG_[A-Za-z0-9_]*\) is not set.*/wanted \1=/p' \
+		"$TOP/config/nodebug.config") <<<"$lost" || true)
+fi
+[ -z "$lost" ] || { echo "$lost" >&2; die "kernel config lost requested options (missing dependency?)"; }
 echo "$sum" >"$obj/.config.fragments"

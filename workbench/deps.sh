@@ -8,6 +8,7 @@ APT_PACKAGES=(
 	kmod libcap-dev libelf-dev libmnl-dev libssl-dev make pahole python3-venv
 	python3-yaml qemu-system-x86 rsync socat udev xz-utils zstd
 	libbpf-dev libxdp-dev bpftrace memcached python3-matplotlib python3-git python3-ply
+	debhelper dpkg-dev
 )
 VENV_PACKAGES=(virtme-ng==1.42 pytest==8.3.3)
 

@@ -8,7 +8,7 @@ tree=${1:-$TOP/build/linux}
 [ -d "$tree/.git" ] || die "$tree is not a git tree; run 'make tree' first"
 [ -z "$(git -C "$tree" status --porcelain --untracked-files=no)" ] ||
 	die "$tree has uncommitted changes"
-base=$(git -C "$tree" describe --tags --abbrev=0 --match 'base-*' HEAD)
+base=$(base_tag "$tree" HEAD)
 count=$(git -C "$tree" rev-list --count "$base"..HEAD)
 [ "$count" -gt 0 ] || die "no commits on top of $base"
 desc=$(git -C "$tree" config branch.series.description || true)

@@ -1,10 +1,10 @@
 #!/bin/bash
-# Runs inside the VM: each selftest under its own timeout, with the
-# kernel log of each test saved next to its TAP output.
-# usage: guest-run-tests.sh KSFT_DIR RESULTS_DIR TIMEOUT_SCALE [FILTER]
+# Runs inside the VM: each selftest of RESULTS_DIR/plan ("TEST LIMIT"
+# lines, written by test.sh) under its own time limit, with the kernel
+# log of each test saved next to its TAP output.
+# usage: guest-run-tests.sh KSFT_DIR RESULTS_DIR
 set -u
-ksft=$1 out=$2 scale=$3 filter=${4:-}
-list=$(dirname "$0")/selftests.list
+ksft=$1 out=$2
 mkdir -p "$out/tests"
 # The kselftest runner writes through /dev/stdout, which must follow our
 # redirections (the VM's init may leave it pointing at the console).
@@ -16,10 +16,25 @@ mountpoint -q /sys/kernel/tracing || mount -t tracefs none /sys/kernel/tracing
 : >"$out/guest-results.jsonl"
 uname -r >"$out/guest-kernel"
 
-while read -r test timeout; do
-	[ -n "$filter" ] && [[ $test != *$filter* ]] && continue
+# nic_config NIC: point the drivers/net tests (NetDrvEnv reads NETIF from
+# the environment) at a real NIC of the VM: "virtio" is the first
+# virtio-net NIC of 'vng --network loop' by MAC address; anything else
+# leaves them on netdevsim. (The shared ksft tree is read-only here, so
+# no net.config.)
+nic_config() {
+	unset NETIF
+	[ "$1" = virtio ] || return 0
+	udevadm settle 2>/dev/null
+	NETIF=$(for d in /sys/class/net/*; do
+		[ "$(basename "$(readlink "$d/device/driver" 2>/dev/null)")" = virtio_net ] &&
+			echo "$(cat "$d/address") $(basename "$d")"
+	done | sort | awk 'NR == 1 {print $2}')
+	export NETIF
+}
+
+while read -r test limit nic; do
+	nic_config "${nic:-netdevsim}"
 	name=${test//[:\/]/_}
-	limit=$((timeout * scale))
 	echo "$test" >"$out/current-test"
 	# Appended to: the kselftest runner reopens /dev/stdout for the
 	# nested output, which must not overwrite ours.
@@ -34,6 +49,6 @@ while read -r test timeout; do
 	printf '{"test": "%s", "rc": %d, "seconds": %.1f, "timeout": %d}\n' \
 		"$test" "$rc" "$(echo "$end - $start" | bc)" "$limit" >>"$out/guest-results.jsonl"
 	echo "guest: $test rc=$rc"
-done < <(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$list")
+done <"$out/plan"
 rm -f "$out/current-test"
-echo done >"$out/guest-finished"
+echo "done" >"$out/guest-finished"

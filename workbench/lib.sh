@@ -14,6 +14,8 @@ APPLY=$CACHE/apply      # scratch worktree for git am and bisect checks
 # O= build directory and config flavour of the test kernel.
 if [ -n "${KASAN:-}" ] && [ "${KASAN}" != 0 ]; then
 	OBJ=${OBJ:-$CACHE/obj-kasan} FLAVOUR=kasan
+elif [ -n "${RT:-}" ] && [ "${RT}" != 0 ]; then
+	OBJ=${OBJ:-$CACHE/obj-rt} FLAVOUR=rt
 else
 	OBJ=${OBJ:-$CACHE/obj} FLAVOUR=debug
 fi
@@ -35,14 +37,56 @@ make_cc() {
 	if command -v ccache >/dev/null; then echo "ccache gcc"; else echo gcc; fi
 }
 
-# Patch file names in series order, comments and blank lines stripped.
-series_patches() {
-	sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$PATCHES/series"
+# list_entries FILE: the entries of a list file (series, selftests.list,
+# known-failures.txt...), comments and blank lines stripped.
+list_entries() {
+	sed -e 's/#.*//' -e 's/[[:space:]]*$//' -e '/^[[:space:]]*$/d' "$1"
 }
 
-# The base tag of the unpacked base in SRC (base-<debian version>).
+# Patch file names in series order.
+series_patches() {
+	list_entries "$PATCHES/series"
+}
+
+# base_tag [TREE [REV]]: the base tag below REV (default: the base branch
+# of SRC), base-<debian version> or base-local.
 base_tag() {
-	git -C "$SRC" describe --tags --abbrev=0 --match 'base-*' base
+	git -C "${1:-$SRC}" describe --tags --abbrev=0 --match 'base-*' "${2:-base}"
+}
+
+# The newest version of BASE_PKG the archive has (empty if none).
+newest_base_version() {
+	apt-cache madison "$BASE_PKG" 2>/dev/null | awk 'NR == 1 {print $3}'
+}
+
+# lost_options CONFIG FRAGMENT...: the options the fragments ask for that
+# CONFIG does not have as asked (olddefconfig drops an option whose
+# dependencies are missing), one "config: wanted ..., got ..." line each.
+lost_options() {
+	local config=$1 want opt got
+	shift
+	while IFS= read -r want; do
+		opt=${want%%=*}
+		got=$(grep -E "^$opt=|^# $opt is not set" "$config" || true)
+		[ "$got" = "$want" ] || echo "config: wanted $want, got '${got:-nothing}'"
+	done < <(grep -h -E '^CONFIG_' "$@")
+}
+
+# add_result FILE NAME KIND STATUS [REASON]: append one result to the JSON
+# list in FILE, which the report reads (make_test_report.py --extra).
+add_result() {
+	python3 - "$@" <<'PY'
+import json, os, sys
+path, name, kind, status = sys.argv[1:5]
+reason = sys.argv[5] if len(sys.argv) > 5 else ""
+results = []
+if os.path.exists(path):
+    with open(path) as fp:
+        results = json.load(fp)
+results.append({"name": name, "kind": kind, "status": status, "reason": reason or None})
+with open(path, "w") as fp:
+    json.dump(results, fp, indent=1)
+PY
 }
 
 # worktree_at DIR REV: a worktree of SRC at DIR, checked out (detached,

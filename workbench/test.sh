@@ -1,14 +1,16 @@
 #!/bin/bash
-# 'make test': unit tests of the workbench, static checks of every patch,
-# build, then the selftests in a VM. Prints one line per test and the
-# closing "N passed, N failed, N skipped"; non-zero exit on any failure.
-# TESTS=substring runs only matching selftests; SKIP_STATIC=1 skips the
-# per-patch checks (developer loop).
+# 'make test': unit tests of the workbench, the series applied to the base
+# and to the newest linux-source-6.12, static checks of every patch, build,
+# the selftests in a VM, the kernel packaged and booted from its .deb, a
+# benchmark smoke run. Prints one line per result, XFAILs on a line of
+# their own and the closing "N passed, N failed, N skipped"; non-zero exit
+# on any failure, including a step that died without its result file.
+# TESTS=substring runs only matching selftests (and skips the package and
+# bench checks); SKIP_STATIC=1 skips the per-patch checks (developer loop).
 . "$(dirname "$0")/lib.sh"
 start=$(date +%s)
 rm -rf "$RESULTS"
 mkdir -p "$RESULTS"
-extra=()
 
 current=
 step() { current=$*; log "[$(( $(date +%s) - start ))s] $*"; }
@@ -17,76 +19,122 @@ trap 'rc=$?; [ $rc = 0 ] || log "make test stopped (exit $rc) during: $current"'
 step "prerequisites"
 "$TOP/workbench/deps.sh"
 
-# add_result NAME KIND STATUS [REASON]: a result of the workbench itself
-# (not of a selftest) for the report, in RESULTS/<NAME before ':'>.json.
-add_result() {
-	local file=$RESULTS/${1%%:*}.json
-	python3 -c 'import json, sys
-print(json.dumps([{"name": sys.argv[1], "kind": sys.argv[2], "status": sys.argv[3],
-                   "reason": sys.argv[4] or None}]))' "$1" "$2" "$3" "${4:-}" >"$file"
-	extra+=(--extra "$file")
+# Results of the workbench's own steps. A step that writes a result file
+# of its own is given to the report as STEP=FILE when it starts: if it
+# dies without writing the file, the report names it as a failure.
+wb=$RESULTS/workbench.json
+extra=(--extra "make-test=$wb")
+
+# logged NAME CMD...: run CMD with its output also in RESULTS/NAME.log.
+logged() {
+	local name=$1
+	shift
+	"$@" 2>&1 | tee "$RESULTS/$name.log" >&2
+	return "${PIPESTATUS[0]}"
+}
+# The ERROR line a failed step NAME died with, for the report.
+died_with() {
+	local reason
+	reason=$(grep -o 'ERROR: .*' "$RESULTS/$1.log" | tail -1 | sed 's/^ERROR: //')
+	echo "${reason:-see build/results/$1.log}"
 }
 
 step "workbench unit tests"
 if "$VENV/bin/python" -m pytest -q "$TOP/tests" >"$RESULTS/unit.log" 2>&1; then
-	add_result unit:workbench unit pass
+	add_result "$wb" unit:workbench unit pass
 else
-	add_result unit:workbench unit fail "see build/results/unit.log"
+	add_result "$wb" unit:workbench unit fail "see build/results/unit.log"
 fi
 tail -1 "$RESULTS/unit.log" >&2
 
+base_desc=
 finish() {
 	step "report (results in $RESULTS)"
-	python3 "$TOP/workbench/report.py" --results "$RESULTS" \
-		--list "$TOP/workbench/selftests.list" --tree "$SRC" \
-		--known-failures "$TOP/workbench/known-failures.txt" \
-		${TESTS:+--filter "$TESTS"} "${extra[@]}"
+	python3 "$TOP/workbench/make_test_report.py" --results "$RESULTS" \
+		--tree "$SRC" --known-failures "$TOP/workbench/known-failures.txt" \
+		${base_desc:+--base "$base_desc"} "${extra[@]}"
 }
 
-step "apply the series to the base"
-if ! "$TOP/workbench/prepare-tree.sh" 2>"$RESULTS/apply.log"; then
-	cat "$RESULTS/apply.log" >&2
-	reason=$(grep -o 'patch does not apply: .*' "$RESULTS/apply.log" | head -1)
-	add_result series:apply static fail "${reason:-see build/results/apply.log}"
+step "base kernel source"
+if ! logged base "$TOP/workbench/fetch-base.sh"; then
+	add_result "$wb" base:fetch static fail "$(died_with base)"
 	finish
 	exit 1
 fi
+# For the report's header: what fetch-base.sh really unpacked.
+base_desc=$(git -C "$SRC" log -1 --format=%s "$(base_tag)" 2>/dev/null | sed 's/^base: //') || base_desc=unknown
+
+step "apply the series to the base"
+if ! logged apply "$TOP/workbench/prepare-tree.sh"; then
+	reason=$(grep -o 'patch does not apply: .*' "$RESULTS/apply.log" | head -1)
+	add_result "$wb" "series:apply:$(base_tag)" static fail "${reason:-$(died_with apply)}"
+	finish
+	exit 1
+fi
+add_result "$wb" "series:apply:$(base_tag)" static pass
+
+step "apply the series to the newest $BASE_PKG"
+extra+=(--extra "check-newest=$RESULTS/newest.json")
+logged check-newest "$TOP/workbench/check-newest.sh" "$RESULTS/newest.json" || true
 
 if [ -z "${SKIP_STATIC:-}" ]; then
 	step "per-patch checks (checkpatch, Signed-off-by, W=1 build of touched dirs)"
-	"$TOP/workbench/check-patches.sh" "$RESULTS/static.json" || true
-	extra+=(--extra "$RESULTS/static.json")
+	extra+=(--extra "check-patches=$RESULTS/static.json")
+	logged check-patches "$TOP/workbench/check-patches.sh" "$RESULTS/static.json" || true
 fi
 
 step "kernel build"
 if ! "$TOP/workbench/build.sh" "$SRC" "$OBJ" "$FLAVOUR"; then
-	add_result kernel:build build fail "build failed at the series tip, see $OBJ/build.log"
+	add_result "$wb" kernel:build build fail "build failed at the series tip, see $OBJ/build.log"
 	finish
 	exit 1
 fi
 
 step "install selftests"
-"$TOP/workbench/ksft-install.sh" "$SRC" "$TOP/build/ksft"
+if ! logged ksft-install "$TOP/workbench/ksft-install.sh" "$SRC" "$TOP/build/ksft"; then
+	add_result "$wb" selftests:install build fail "$(died_with ksft-install)"
+	finish
+	exit 1
+fi
 
 step "selftests in the VM"
 accel=${VM_ACCEL:-$("$TOP/workbench/vm-accel.sh" "$OBJ/arch/x86/boot/bzImage")}
 scale=1
 [ "$accel" = tcg ] && scale=${TCG_TIMEOUT_SCALE:-3}
-total=$(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$TOP/workbench/selftests.list" | awk '{s += $2} END {print s}')
-VM_ACCEL=$accel "$TOP/workbench/vm.sh" "$OBJ/arch/x86/boot/bzImage" "$RESULTS/vm" \
-	$((total * scale + 120)) \
-	"$TOP/workbench/guest-run-tests.sh $TOP/build/ksft $RESULTS/vm $scale ${TESTS:-}" || true
+# 6.12's selftests relax their timing checks on KSFT_MACHINE_SLOW=yes:
+# emulation and KASAN are such machines.
+slow=no
+{ [ "$accel" = tcg ] || [ "$FLAVOUR" = kasan ]; } && slow=yes
+# The plan: the selftests TESTS selects, each with its time limit scaled
+# for the accelerator. The guest runs it, the report reads it.
+mkdir -p "$RESULTS/vm"
+list_entries "$TOP/workbench/selftests.list" |
+	awk -v only="${TESTS:-}" -v scale="$scale" 'only == "" || index($1, only) {print $1, int($2 * scale + 0.5), $3}' \
+	>"$RESULTS/vm/plan"
+# Tests on a virtio NIC need 'vng --network loop'.
+grep -q ' virtio$' "$RESULTS/vm/plan" && export VM_NETWORK=loop
+total=$(awk '{s += $2} END {print s + 0}' "$RESULTS/vm/plan")
+VM_ACCEL=$accel "$TOP/workbench/vm.sh" "$OBJ/arch/x86/boot/bzImage" "$RESULTS/vm" $((total + 120)) \
+	"env KSFT_MACHINE_SLOW=$slow $TOP/workbench/guest-run-tests.sh $TOP/build/ksft $RESULTS/vm" || true
+
+# 'make package' on the kernel built above (no second build): metadata,
+# contents, and the packaged image booted for one short test
+# (PACKAGE_CHECK=0 skips it).
+if [ "${PACKAGE_CHECK:-1}" != 0 ] && [ -z "${TESTS:-}" ]; then
+	step "Debian packages of the test kernel"
+	extra+=(--extra "check-package=$RESULTS/package.json")
+	logged check-package "$TOP/workbench/check-package.sh" "$OBJ" "$RESULTS/package.json" || true
+fi
 
 # The benchmarks are not timed tests: CI only checks that one short cell
 # per mode and variant still runs (BENCH_SMOKE=0 skips it).
 if [ "${BENCH_SMOKE:-1}" != 0 ] && [ -z "${TESTS:-}" ]; then
 	step "benchmark smoke run"
-	# The tree is applied and the kernel built above: do not redo it.
-	if BENCH_PLAN=smoke BENCH_KERNEL_READY=1 RESULTS=$RESULTS "$TOP/workbench/bench.sh" \
-		>"$RESULTS/bench-smoke.log" 2>&1; then
-		add_result bench:smoke bench pass
+	# On the kernel built above: no second apply or build.
+	if RESULTS=$RESULTS "$TOP/workbench/bench.sh" smoke "$OBJ" >"$RESULTS/bench-smoke.log" 2>&1; then
+		add_result "$wb" bench:smoke bench pass
 	else
-		add_result bench:smoke bench fail "see build/results/bench-smoke.log"
+		add_result "$wb" bench:smoke bench fail "see build/results/bench-smoke.log"
 		tail -15 "$RESULTS/bench-smoke.log" >&2
 	fi
 fi

@@ -71,19 +71,30 @@ if [ -x "$poller" ] && [ -d /sys/kernel/tracing/events/napi/napi_irq_suspend ]; 
 		sed -E 's/(napi_irq_[a-z]*):.*reason=([a-z]*)/\1 \2/' | sort | uniq -c
 fi
 
-say "UDP request/response latency, 2000 requests per mode (closed loop)"
-echo "(under TCG absolute times mean little; compare the modes)"
-rr=$(dirname "$0")/udp_rr.py
-ip netns exec nsA python3 "$rr" server 192.0.2.1 5401 &
-srv=$!
-wait_for 10 udp_bound nsA 5401
-for mode in 0 2; do
-	ip netns exec nsA sh -c "echo $mode > /sys/class/net/nsim1/threaded" 2>/dev/null || continue
-	printf 'threaded=%s: ' "$mode"
-	ip netns exec nsB python3 "$rr" client 192.0.2.1 5401 2000
-done
-ip netns exec nsA sh -c 'echo 0 > /sys/class/net/nsim1/threaded' 2>/dev/null
-kill $srv
+rr=$(dirname "$0")/../../bench/rr/napi_rr
+if [ -x "$rr" ]; then
+	say "UDP request/response latency with bench/rr/napi_rr, 2 s at 500 requests/s per mode"
+	echo "(under TCG absolute times mean little; compare the modes)"
+	ip netns exec nsA "$rr" server --transport udp --ifname nsim1 --addr 192.0.2.1 \
+		--port 5401 >/tmp/demo-rr-server.json &
+	srv=$!
+	wait_for 10 grep -q '"ready":true' /tmp/demo-rr-server.json
+	for mode in 0 2; do
+		ip netns exec nsA sh -c "echo $mode > /sys/class/net/nsim1/threaded" 2>/dev/null || continue
+		ip netns exec nsB "$rr" client --transport udp --ifname nsim2 --src 192.0.2.2 \
+			--dst 192.0.2.1 --port 5401 --rate 500 --duration 2 --warmup 0.2 \
+			--json /tmp/demo-rr.json >/dev/null
+		python3 -c 'import json, sys
+r = json.load(open(sys.argv[1]))
+lat = r["latency_ns"] or {}
+us = [round(lat[p] / 1000, 1) if lat.get(p) is not None else None for p in ("p50", "p99")]
+print("threaded=%s: %s of %s replies, p50 %s us, p99 %s us" % (sys.argv[2], r["received"], r["sent"], *us))' \
+			/tmp/demo-rr.json "$mode"
+	done
+	ip netns exec nsA sh -c 'echo 0 > /sys/class/net/nsim1/threaded' 2>/dev/null
+	kill "$srv"
+	wait "$srv" || true
+fi
 
 say "10 MB of TCP from nsB to nsA over the pair"
 ip netns exec nsA socat -u TCP-LISTEN:5201,reuseaddr OPEN:/tmp/demo-rx,creat,trunc &

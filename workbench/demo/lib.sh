@@ -23,8 +23,7 @@ nsim_pair() {
 		ip -n "$ns" link set dev nsim$i up
 	done
 	exec {fd_a}</run/netns/nsA {fd_b}</run/netns/nsB
-	echo "$fd_a:$(ip -n nsA -j link show nsim1 | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["ifindex"])') $fd_b:$(ip -n nsB -j link show nsim2 | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["ifindex"])')" \
-		>/sys/bus/netdevsim/link_device
+	echo "$fd_a:$(ifindex nsA nsim1) $fd_b:$(ifindex nsB nsim2)" >/sys/bus/netdevsim/link_device
 	exec {fd_a}<&- {fd_b}<&-
 }
 
@@ -44,8 +43,4 @@ wait_for() {
 
 listening() { # ns port
 	ip netns exec "$1" ss -Hltn "sport = :$2" | grep -q LISTEN
-}
-
-udp_bound() { # ns port
-	ip netns exec "$1" ss -Hlun "sport = :$2" | grep -q .
 }

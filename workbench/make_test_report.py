@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Turn the raw outputs of a 'make test' run into per-test results.
 
-Reads build/results/vm (TAP, dmesg, guest-results.jsonl, console.log) and
+Reads build/results/vm (plan, TAP, dmesg, guest-results.jsonl, console.log) and
 any extra result lists (static checks, unit tests), writes summary.json,
 prints one line per test and the closing 'N passed, N failed, N skipped'.
 Exit status 1 on any failure or kernel splat.
@@ -18,15 +18,14 @@ import splat  # noqa: E402
 import tap  # noqa: E402
 
 
-def read_list(path):
-    tests = []
+def read_entries(path, fields):
+    """The entries of a list file (the plan, known-failures.txt), comments
+    and blank lines stripped, each split into at most FIELDS fields."""
+    if not path or not os.path.exists(path):
+        return []
     with open(path) as fp:
-        for line in fp:
-            line = line.split("#", 1)[0].strip()
-            if line:
-                name, timeout = line.split()
-                tests.append((name, int(timeout)))
-    return tests
+        lines = [line.split("#", 1)[0].strip() for line in fp]
+    return [line.split(None, fields - 1) for line in lines if line]
 
 
 def load_jsonl(path):
@@ -67,15 +66,7 @@ def blame(tree, splats):
 
 
 def read_known_failures(path):
-    known = {}
-    if path and os.path.exists(path):
-        with open(path) as fp:
-            for line in fp:
-                line = line.split("#", 1)[0].strip()
-                if line:
-                    test, case, reason = line.split(None, 2)
-                    known[(test, case)] = reason
-    return known
+    return {(test, case): reason for test, case, reason in read_entries(path, 3)}
 
 
 def apply_known_failures(res, known):
@@ -100,7 +91,10 @@ def most_telling(splats):
     return splats[0]
 
 
-def vm_results(vmdir, tests, filt=None, tree=None, known=None):
+def vm_results(vmdir, tree=None, known=None):
+    """Results of the tests in VMDIR/plan (written by test.sh, run by
+    guest-run-tests.sh): one line per test, its name and time limit."""
+    tests = [name for name, _ in read_entries(os.path.join(vmdir, "plan"), 2)]
     guest = load_jsonl(os.path.join(vmdir, "guest-results.jsonl"))
     current = os.path.join(vmdir, "current-test")
     died_in = read(current).strip() if os.path.exists(current) else None
@@ -110,9 +104,7 @@ def vm_results(vmdir, tests, filt=None, tree=None, known=None):
     accel = read(os.path.join(vmdir, "accel")).strip() \
         if os.path.exists(os.path.join(vmdir, "accel")) else "unknown"
     results = []
-    for name, _ in tests:
-        if filt and filt not in name:
-            continue
+    for name in tests:
         base = os.path.join(vmdir, "tests", name.replace(":", "_").replace("/", "_"))
         res = {"name": name, "kind": "selftest", "status": "fail", "reason": None,
                "cases": [], "splats": [], "seconds": None}
@@ -162,28 +154,40 @@ def vm_results(vmdir, tests, filt=None, tree=None, known=None):
     return results, accel
 
 
+def extra_results(spec):
+    """The result list another step wrote, given as STEP=PATH. A step that
+    wrote no file died before finishing: that is a failure, named."""
+    step, sep, path = spec.partition("=")
+    if not sep:
+        step, path = os.path.basename(spec), spec
+    if os.path.exists(path):
+        with open(path) as fp:
+            return json.load(fp)
+    return [{"name": step, "kind": "workbench", "status": "fail",
+             "reason": f"no {os.path.basename(path)}: {step} died before writing its"
+                       f" results (see {os.path.join(os.path.dirname(path), step + '.log')})"}]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--results", required=True)
-    ap.add_argument("--list", required=True)
-    ap.add_argument("--filter", default=None)
     ap.add_argument("--known-failures", default=None)
+    ap.add_argument("--base", default=None, help="the base the series was tested on")
     ap.add_argument("--tree", default=None,
                     help="git tree of the tested kernel, to name the patch behind a splat")
-    ap.add_argument("--extra", action="append", default=[],
-                    help="JSON list of results from other steps")
+    ap.add_argument("--extra", action="append", default=[], metavar="STEP=PATH",
+                    help="JSON list of results of a step; a missing file fails STEP")
     args = ap.parse_args()
 
+    if args.base:
+        print(f"Base: {args.base}")
     results = []
-    for path in args.extra:
-        if os.path.exists(path):
-            with open(path) as fp:
-                results.extend(json.load(fp))
+    for spec in args.extra:
+        results.extend(extra_results(spec))
     accel = None
     vmdir = os.path.join(args.results, "vm")
     if os.path.isdir(vmdir):
-        vm, accel = vm_results(vmdir, read_list(args.list), args.filter, args.tree,
-                               read_known_failures(args.known_failures))
+        vm, accel = vm_results(vmdir, args.tree, read_known_failures(args.known_failures))
         results.extend(vm)
 
     for r in results:
@@ -198,13 +202,15 @@ def main():
                 print(f"      not ok: {c['name']}")
 
     counts = {s: sum(r["status"] == s for r in results) for s in ("pass", "fail", "skip", "xfail")}
-    summary = {"accel": accel, "counts": counts, "results": results}
+    summary = {"base": args.base, "accel": accel, "counts": counts, "results": results}
     with open(os.path.join(args.results, "summary.json"), "w") as fp:
         json.dump(summary, fp, indent=1)
     if accel:
         print(f"(VM accelerator: {accel})")
-    passed = counts["pass"] + counts["xfail"]
-    print(f"{passed} passed, {counts['fail']} failed, {counts['skip']} skipped")
+    if counts["xfail"]:
+        names = ", ".join(r["name"] for r in results if r["status"] == "xfail")
+        print(f"{counts['xfail']} expected failures (XFAIL, not counted as passed): {names}")
+    print(f"{counts['pass']} passed, {counts['fail']} failed, {counts['skip']} skipped")
     return 1 if counts["fail"] or not results else 0
 
 

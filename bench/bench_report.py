@@ -296,7 +296,7 @@ def plots(top, rr_agg, mc_agg):
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        print("report: matplotlib missing, no plots", file=sys.stderr)
+        print("bench_report: matplotlib missing, no plots", file=sys.stderr)
         return []
     made = []
     combos = sorted({k[:2] for k in rr_agg})
@@ -353,7 +353,7 @@ def main():
     top = sys.argv[1]
     runs = load_runs(top)
     if not runs:
-        print(f"report: no runs under {top}", file=sys.stderr)
+        print(f"bench_report: no runs under {top}", file=sys.stderr)
         return 1
     # Rates are scaled to what the VM sustains: order rows by the seed's list.
     for run in runs:

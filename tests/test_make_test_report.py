@@ -10,8 +10,6 @@ FIX = os.path.join(os.path.dirname(__file__), "fixtures")
 def make_run(tmp_path, finished, died_in=None, console=""):
     vm = tmp_path / "vm" / "tests"
     vm.mkdir(parents=True)
-    lst = tmp_path / "list"
-    lst.write_text("net:a.py 10\nnet:b.py 10\n")
     lines = []
     for name, tapfile, dmesg in finished:
         (vm / (name.replace(":", "_") + ".tap")).write_text(
@@ -19,12 +17,13 @@ def make_run(tmp_path, finished, died_in=None, console=""):
         (vm / (name.replace(":", "_") + ".dmesg")).write_text(
             open(os.path.join(FIX, dmesg)).read())
         lines.append(json.dumps({"test": name, "rc": 0, "seconds": 1.0, "timeout": 10}))
+    (tmp_path / "vm" / "plan").write_text("net:a.py 10\nnet:b.py 10\n")
     (tmp_path / "vm" / "guest-results.jsonl").write_text("\n".join(lines) + "\n")
     if died_in:
         (tmp_path / "vm" / "current-test").write_text(died_in + "\n")
     (tmp_path / "vm" / "console.log").write_text(console)
-    proc = subprocess.run([sys.executable, os.path.join(WB, "report.py"),
-                           "--results", str(tmp_path), "--list", str(lst)],
+    proc = subprocess.run([sys.executable, os.path.join(WB, "make_test_report.py"),
+                           "--results", str(tmp_path)],
                           capture_output=True, text=True)
     summary = json.loads((tmp_path / "summary.json").read_text())
     return proc, {r["name"]: r for r in summary["results"]}
@@ -53,9 +52,32 @@ def test_crash_is_attributed_to_the_running_test(tmp_path):
 def test_missing_dmesg_fails(tmp_path):
     proc, res = make_run(tmp_path, [("net:a.py", "skip.tap", "clean.dmesg")])
     os.unlink(tmp_path / "vm" / "tests" / "net_a.py.dmesg")
-    proc = subprocess.run([sys.executable, os.path.join(WB, "report.py"),
-                           "--results", str(tmp_path), "--list", str(tmp_path / "list")],
+    proc = subprocess.run([sys.executable, os.path.join(WB, "make_test_report.py"),
+                           "--results", str(tmp_path)],
                           capture_output=True, text=True)
     summary = json.loads((tmp_path / "summary.json").read_text())
     first = summary["results"][0]
     assert first["status"] == "fail" and "splat scan impossible" in first["reason"]
+
+
+def test_xfail_is_counted_apart_and_not_as_passed(tmp_path):
+    known = tmp_path / "known"
+    known.write_text("net:a.py bad.case reason outside the series\n")
+    fails = tmp_path / "fail.tap"
+    fails.write_text("# ok 1 good.case\n# not ok 2 bad.case\nnot ok 1 selftests: net: a.py # exit=1\n")
+    vm = tmp_path / "vm" / "tests"
+    vm.mkdir(parents=True)
+    (vm / "net_a.py.tap").write_text(fails.read_text())
+    (vm / "net_a.py.dmesg").write_text(open(os.path.join(FIX, "clean.dmesg")).read())
+    (tmp_path / "vm" / "guest-results.jsonl").write_text(
+        json.dumps({"test": "net:a.py", "rc": 1, "seconds": 1.0, "timeout": 10}) + "\n")
+    (tmp_path / "vm" / "plan").write_text("net:a.py 10\n")
+    proc = subprocess.run([sys.executable, os.path.join(WB, "make_test_report.py"), "--results",
+                           str(tmp_path), "--known-failures", str(known),
+                           "--base", "Debian linux-source-6.12 6.12.117-1~deb12u1"],
+                          capture_output=True, text=True)
+    lines = proc.stdout.splitlines()
+    assert proc.returncode == 0
+    assert lines[0] == "Base: Debian linux-source-6.12 6.12.117-1~deb12u1"
+    assert lines[-2] == "1 expected failures (XFAIL, not counted as passed): net:a.py"
+    assert lines[-1] == "0 passed, 0 failed, 0 skipped"

@@ -1,0 +1,64 @@
+"""make test (workbench/test.sh) in a copy of the workbench whose costly
+steps are stubs: a step that dies is a failure named in the report, never
+a silent gap."""
+import os
+import shutil
+import subprocess
+import sys
+
+TOP = os.path.join(os.path.dirname(__file__), "..")
+
+
+def make_test(tmp_path, stubs, path_stubs=None):
+    """Run test.sh with workbench scripts (STUBS) and commands on PATH
+    (PATH_STUBS) replaced by the given shell bodies."""
+    top = tmp_path / "top"
+    shutil.copytree(os.path.join(TOP, "workbench"), top / "workbench")
+    (top / "tests").mkdir()
+    (top / "tests" / "test_nothing.py").write_text("def test_nothing():\n    pass\n")
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    for where, name, body in ([(top / "workbench", n, b) for n, b in stubs.items()] +
+                              [(bindir, n, b) for n, b in (path_stubs or {}).items()]):
+        (where / name).write_text("#!/bin/bash\n" + body + "\n")
+        (where / name).chmod(0o755)
+    venv = tmp_path / "cache" / "venv" / "bin"
+    venv.mkdir(parents=True)
+    # A wrapper, not a link: a venv's python finds its packages only
+    # when started from its own directory.
+    (venv / "python").write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
+    (venv / "python").chmod(0o755)
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("TESTS", "RESULTS", "SKIP_STATIC", "KASAN", "OBJ", "VM_ACCEL",
+                        "BASE_VERSION", "KERNEL_SRC", "PATCHES")}
+    env.update(NAPI_CACHE=str(tmp_path / "cache"), HOME=str(tmp_path),
+               PATH=f"{bindir}:{os.environ['PATH']}")
+    proc = subprocess.run([str(top / "workbench" / "test.sh")], env=env,
+                          capture_output=True, text=True, timeout=300, check=False)
+    return proc, proc.stdout.splitlines()
+
+
+def test_crashed_check_patches_is_a_named_failure(tmp_path):
+    proc, lines = make_test(tmp_path, {
+        "deps.sh": "exit 0",
+        "fetch-base.sh": "exit 0",
+        "prepare-tree.sh": "exit 0",
+        "check-newest.sh": "echo '[]' >\"$1\"",
+        # Dies as a crash would: no static.json.
+        "check-patches.sh": "echo 'W=1 build of net/core/dev.o ...' >&2; kill -SEGV $$",
+        "build.sh": "exit 1",
+    })
+    assert proc.returncode != 0
+    assert any(line.startswith("FAIL  check-patches - no static.json: check-patches died")
+               for line in lines), lines
+    assert lines[-1] == "2 passed, 2 failed, 0 skipped"   # unit tests, series:apply
+
+
+def test_missing_base_is_a_named_failure(tmp_path):
+    # The real fetch-base.sh, with an archive that no longer has the pin.
+    proc, lines = make_test(tmp_path, {"deps.sh": "exit 0"},
+                            path_stubs={"apt-get": "echo 'E: Version not found' >&2; exit 100"})
+    assert proc.returncode != 0
+    fails = [line for line in lines if line.startswith("FAIL  base:fetch")]
+    assert fails and "is not in the archive" in fails[0], lines
+    assert lines[-1] == "1 passed, 1 failed, 0 skipped"
