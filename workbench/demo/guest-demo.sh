@@ -57,8 +57,8 @@ if [ -x "$poller" ] && [ -d /sys/kernel/tracing/events/napi/napi_irq_suspend ]; 
 	echo 1 >"$t/events/napi/napi_irq_suspend/enable"
 	echo 1 >"$t/events/napi/napi_irq_resume/enable"
 	head -c 10000000 /dev/urandom >/tmp/demo-bp-tx
-	ip netns exec nsA "$poller" -p 5301 -b 192.0.2.1 -o /tmp/demo-bp-rx -u 0 -B 64 -P 1 \
-		-d 100 -g 2000000 -s 20000000 >/tmp/demo-bp.json &
+	ip netns exec nsA "$poller" -p 5301 -b 192.0.2.1 -o /tmp/demo-bp-rx -u 0 -g 64 -P 1 \
+		-d 100 -r 2000000 -s 20000000 >/tmp/demo-bp.json &
 	wait_for 10 grep -q listening /tmp/demo-bp.json
 	ip netns exec nsB socat -u OPEN:/tmp/demo-bp-tx TCP:192.0.2.1:5301
 	wait
