@@ -54,9 +54,12 @@ checked=("$TOP/config/series.config" "$TOP/config/debug.config")
 [ "$flavour" = rt ] && checked+=("$TOP/config/rt.config")
 lost=$(lost_options "$obj/.config" "${checked[@]}")
 if [ "$flavour" = nodebug ]; then
-	# Except the debug options nodebug.config turns off.
-	lost=$(grep -v -F -f <(sed -n 's/^# \(CONFIG_[A-Za-z0-9_]*\) is not set.*/wanted \1=/p' \
-		"$TOP/config/nodebug.config") <<<"$lost" || true)
+	# Except what debug.config asks for and nodebug.config overrides.
+	lost=$(grep -v -F -f <(sed -n -e 's/^# \(CONFIG_[A-Za-z0-9_]*\) is not set.*/wanted \1=/p' \
+		-e 's/^\(CONFIG_[A-Za-z0-9_]*=\).*/wanted \1/p' "$TOP/config/nodebug.config") \
+		<<<"$lost" || true)
+	# ... but nodebug.config's own values must hold.
+	lost+=$(lost_options "$obj/.config" "$TOP/config/nodebug.config")
 fi
 [ -z "$lost" ] || { echo "$lost" >&2; die "kernel config lost requested options (missing dependency?)"; }
 echo "$sum" >"$obj/.config.fragments"
