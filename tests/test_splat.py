@@ -22,7 +22,7 @@ def test_warning_found_once_per_line():
 def test_every_kind_detected():
     kinds = {s["kind"] for s in scan("splats.dmesg")}
     assert {"kfence", "lockdep", "rcu_stall", "hung_task", "oops",
-            "atomic_sleep"} <= kinds
+            "atomic_sleep", "tx_timeout"} <= kinds
 
 
 def test_cli_exit_codes(tmp_path):

@@ -30,6 +30,26 @@ nic_config() {
 			echo "$(cat "$d/address") $(basename "$d")"
 	done | sort | awk 'NR == 1 {print $2}')
 	export NETIF
+	park_virtio_peers
+}
+
+# The other virtio-net NICs share the first one's QEMU hub, which holds
+# a frame until every other port can take it: a NIC that is down posts
+# no RX buffers, and the TX queue of the one sending times out. So they
+# go up, in a netns of their own (no second route to the tests'
+# subnets), and silent (no IPv6, no IPv4 address): they only drop what
+# they receive.
+park_virtio_peers() {
+	local d nic
+	ip netns add virtio-peers 2>/dev/null || return 0
+	for d in /sys/class/net/*; do
+		nic=$(basename "$d")
+		[ "$nic" != "$NETIF" ] &&
+			[ "$(basename "$(readlink "$d/device/driver" 2>/dev/null)")" = virtio_net ] &&
+			ip link set dev "$nic" netns virtio-peers &&
+			ip netns exec virtio-peers sysctl -qw "net.ipv6.conf.$nic.disable_ipv6=1" &&
+			ip -n virtio-peers link set dev "$nic" up
+	done
 }
 
 while read -r test limit nic; do

@@ -26,6 +26,8 @@ SPLAT_PATTERNS = [
     ("ubsan", r"UBSAN: "),
     ("leak", r"unreferenced object 0x"),
     ("softirq_pending", r"NOHZ tick-stop error"),
+    # A stuck TX queue: netdev_crit(), no WARNING, yet traffic is lost.
+    ("tx_timeout", r"NETDEV WATCHDOG: .*transmit queue \d+ timed out"),
     ("oops", r"\bOops: |general protection fault|Kernel panic - not syncing"),
     ("bug", r"\bBUG: |kernel BUG at "),
     ("warning", r"WARNING: .* at |------------\[ cut here \]------------"),

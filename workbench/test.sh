@@ -101,6 +101,9 @@ step "selftests in the VM"
 accel=${VM_ACCEL:-$("$TOP/workbench/vm-accel.sh" "$OBJ/arch/x86/boot/bzImage")}
 scale=1
 [ "$accel" = tcg ] && scale=${TCG_TIMEOUT_SCALE:-3}
+# KASAN slows the tests about twofold again (busy_poll_test: 551 s under
+# TCG and KASAN against 180 s x 3).
+[ "$FLAVOUR" = kasan ] && scale=$(echo "$scale * ${KASAN_TIMEOUT_SCALE:-2}" | bc)
 # 6.12's selftests relax their timing checks on KSFT_MACHINE_SLOW=yes:
 # emulation and KASAN are such machines.
 slow=no
