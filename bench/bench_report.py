@@ -2,9 +2,14 @@
 # SPDX-License-Identifier: GPL-2.0
 """Turn the JSON lines of the bench runs under DIR (run*/rr.jsonl,
 run*/mc.jsonl) into seed-style markdown tables (DIR/bench.md), one JSON
-summary (DIR/bench.json) and plots (DIR/*.png). Every number is the
-median over the repetitions; spread is min..max. Exit 1 when a run has
-no usable cell.
+summary (DIR/bench.json) and plots (DIR/*.png). bench.md opens with the
+issue's goals, pass/fail per device. Every number is the median over the
+repetitions that produced one, and says how many that is (n=ok/all);
+failed repetitions are listed, not dropped; spread is min..max. Counts
+"per request/query" are over the measured window only (see
+bench/benchlib.py); "SUT" counts are the system under test's device and
+CPUs, "system-wide" ones everything. Exit 1 when a run has no usable
+cell.
 """
 
 import glob
@@ -15,6 +20,18 @@ import sys
 from collections import defaultdict
 
 PCTS = ("p5", "p50", "p95", "p99")
+MAX_LOSS = 0.01         # no ratio where either side lost more
+TCG_NOTE = ("Under TCG (emulation): absolute times are not comparable with hardware; "
+            "read the ratios between modes and the per-request counts.")
+# Per-exchange SUT counts (bench/benchlib.py window_counts()).
+SUT_KEYS = ("rx_polls_softirq", "rx_polls_kthread", "rx_polls_app", "kthread_packets",
+            "rx_irqs", "tx_irqs", "rxtx_irqs", "net_rx_softirqs_sut_cpus", "suspend_events",
+            "suspensions", "suspended_frac", "softirq_polls_suspended")
+SYSTEM_KEYS = ("net_rx_softirqs", "ctx_switches")
+# Modes that cannot engage on a device/transport: no ratio, but why.
+CANNOT_ENGAGE = {("netdevsim", "xdp", m): "netdevsim's generic XDP gives AF_XDP no NAPI ID "
+                 "to busy poll" for m in ("busy-inline", "busy-thread", "epoll-prefer",
+                                          "epoll-suspend")}
 
 
 def load_runs(top):
@@ -59,48 +76,196 @@ def fmt(v, nd=1):
     return "-" if v is None else f"{v:.{nd}f}"
 
 
-def ratio(a, b):
-    return round(a / b, 2) if a is not None and b else None
+def ratio(a, b, nd=2):
+    return round(a / b, nd) if a is not None and b else None
+
+
+def is_tcg(run):
+    return "tcg" in run["accel"]
+
+
+# --- what each repetition is worth ------------------------------------------
+
+def rep_failure(cell):
+    """Why a repetition has no latency to offer, or None: the harness
+    failed, or not a single reply came back (a collapse, not a gap)."""
+    if cell.get("status") != "ok":
+        return f"error: {cell.get('error', '?')}"[:90]
+    if cell["bench"] == "rr" and not cell["client"].get("received"):
+        return f"0 replies of {cell['client'].get('sent', 0)}"
+    if cell["bench"] == "mc" and not cell["load_gen"].get("received"):
+        return f"0 replies of {cell['load_gen'].get('sent', 0)}"
+    return None
+
+
+def reps_text(a):
+    """n=ok/all, and what happened to the others."""
+    text = f"n={a['reps_ok']}/{a['reps']}"
+    if a["failed"]:
+        text += " (" + "; ".join(f"rep{r}: {why}" for r, why in a["failed"]) + ")"
+    return text
+
+
+def loss_sources(cell):
+    """Where the requests a cell lost went, over the client's whole run
+    (warm-up and grace period included), as {source: count}: which way
+    they were lost (the reflector's own counts), the devices' queue drops
+    and the UDP socket-buffer errors on both sides, replies that arrived
+    after the client's grace period, and the sender's lag. Empty when
+    nothing was lost."""
+    client = cell.get("client") or {}
+    if not client.get("lost"):
+        return {}
+    found = {}
+    server = cell.get("server")
+    if server:
+        sent = client.get("warmup_sent", 0) + client.get("sent", 0)
+        got = client.get("warmup_received", 0) + client.get("received", 0)
+        found["requests that never reached the peer"] = sent - server.get("requests", 0)
+        found["replies sent by the peer, never received"] = server.get("replies", 0) - got
+    for role, counters in (cell.get("loss") or {}).items():
+        if isinstance(counters, str):
+            continue
+        for key, label in (("rx_drops", "RX-queue drops"), ("tx_drops", "TX drops"),
+                           ("udp_rcvbuf_errors", "UdpRcvbufErrors"),
+                           ("udp_in_errors", "UdpInErrors")):
+            found[f"{role} {label}"] = counters.get(key, 0)
+        if role == "sut":
+            found["replies after the grace period (SUT UdpNoPorts)"] = \
+                counters.get("udp_no_ports", 0)
+    lag = (client.get("sched_lag_ns") or {}).get("p99")
+    if lag is not None and lag >= 1e6:
+        found["sender lag p99 (ms)"] = round(lag / 1e6, 1)
+    found = {k: v for k, v in found.items() if v}
+    if not found:
+        found["unexplained" + (" (AF_XDP ring drops are not counted)"
+                               if cell.get("transport") == "xdp" else "")] = client["lost"]
+    return found
+
+
+def merge_sources(cells):
+    total = defaultdict(float)
+    for c in cells:
+        for k, v in loss_sources(c).items():
+            total[k] = max(total[k], v) if k.startswith("sender lag") else total[k] + v
+    return {k: (round(v, 1) if k.startswith("sender lag") else int(v)) for k, v in total.items()}
+
+
+def sources_text(sources):
+    return ", ".join(f"{k} {v}" for k, v in sources.items()) or "-"
+
+
+def counts_of(cells, group):
+    """Medians of the per-exchange counts under counters[GROUP] and the
+    union of the reasons some were not measured."""
+    cnt = [c.get("counters") or {} for c in cells]
+    keys = SUT_KEYS if group == "sut" else SYSTEM_KEYS
+    out = {k: med([(x.get(group) or {}).get(k) for x in cnt]) for k in keys}
+    if group == "system":
+        cpus = {cpu for x in cnt for cpu in (x.get("system") or {}).get("cpu_busy_pct", {})}
+        out["cpu_busy_pct"] = {cpu: med([(x.get("system") or {}).get("cpu_busy_pct", {}).get(cpu)
+                                         for x in cnt]) for cpu in sorted(cpus)}
+    else:
+        resumes = defaultdict(int)
+        for x in cnt:
+            for reason, n in (x.get("sut") or {}).get("resumes", {}).items():
+                resumes[reason] += n
+        out["resumes_all_reps"] = dict(resumes)
+    return out
+
+
+def not_measured(cells):
+    why = {}
+    for c in cells:
+        why.update((c.get("counters") or {}).get("not_measured", {}))
+    return why
+
+
+def engage_reason(device, transport, mode):
+    return CANNOT_ENGAGE.get((device, transport, mode))
+
+
+def why_no_ratio(a, b, what, key="p99"):
+    """Why A/B would mislead, or None: either side was not run, lost more
+    than MAX_LOSS, has no KEY, or its mode cannot engage there."""
+    for side in (a, b):
+        if side is None:
+            return f"n/a: {what} not run"
+        if side.get("cannot_engage"):
+            return f"n/a: {side['name']}: {side['cannot_engage']}"
+        if side["loss_frac"] is None:
+            return f"n/a: {side['name']} sent nothing"
+        if side["loss_frac"] > MAX_LOSS:
+            return f"n/a: {side['name']} lost {side['loss_frac']:.1%}"
+        if key and side.get(key) is None:
+            return f"n/a: {side['name']} has no {key}"
+    return None
+
+
+def ratio_or_na(a, b, what, key="p99"):
+    """(A/B of KEY or None, what to print)."""
+    why = why_no_ratio(a, b, what, key)
+    if why:
+        return None, why
+    value = ratio(a[key], b[key])
+    return value, fmt(value, 2)
+
+
+def ratio_value(a, b, what, key):
+    """A/B of KEY, or the "n/a: why" text (for the JSON findings)."""
+    value, shown = ratio_or_na(a, b, what, key)
+    return shown if value is None else value
 
 
 # --- request/response latency (issue: seed 000) -----------------------------
 
 def rr_cells(cells):
-    """(device, transport, rate, delay, mode) -> aggregated medians."""
+    """(device, transport, rate, delay, mode) -> medians over the
+    repetitions that produced a figure, with how many did (n) and what
+    happened to the others."""
     groups = defaultdict(list)
     for c in cells:
-        if c.get("status") == "ok":
+        if c.get("status") in ("ok", "error") and "mode" in c:
             groups[(c["device"], c["transport"], c["rate"], c["delay_us"], c["mode"])].append(c)
     agg = {}
-    for key, cs in groups.items():
+    for key, every in groups.items():
+        ok = [c for c in every if c.get("status") == "ok"]
         # A cell without any reply has no latency, but its loss counts.
-        lat = [c["client"]["latency_ns"] or {} for c in cs]
-        cnt = [c["counters"] for c in cs]
+        good = [c for c in ok if not rep_failure(c)]
+        lat = [c["client"]["latency_ns"] or {} for c in good]
         a = {p: med([x.get(p) / 1000 if x.get(p) is not None else None for x in lat])
              for p in PCTS + ("p999", "max")}
         a["p99_spread"] = [x / 1000 if x is not None else None
                            for x in spread([x.get("p99") for x in lat])]
-        a["reps"] = len(cs)
-        a["lost"] = sum(c["client"].get("lost", 0) for c in cs)
-        a["sent"] = sum(c["client"].get("sent", 0) for c in cs)
-        for k in ("net_rx_softirqs_per_req", "napi_polls_per_req", "ctx_switches_per_req",
-                  "dev_irqs_per_req"):
-            a[k] = med([x.get(k) for x in cnt])
-        a["cpu_busy_pct"] = {cpu: med([x["cpu_busy_pct"].get(cpu) for x in cnt])
-                             for cpu in cnt[0]["cpu_busy_pct"]}
+        a.update(name=key[4], reps=len(every), reps_ok=len(good),
+                 failed=[(c.get("rep"), rep_failure(c)) for c in every if rep_failure(c)],
+                 cannot_engage=engage_reason(key[0], key[1], key[4]))
+        a["lost"] = sum(c["client"].get("lost", 0) for c in ok)
+        a["sent"] = sum(c["client"].get("sent", 0) for c in ok)
+        a["loss_frac"] = a["lost"] / a["sent"] if a["sent"] else None
+        a["loss_sources"] = merge_sources(ok)
+        a["lag_p99_us"] = med([(c["client"].get("sched_lag_ns") or {}).get("p99") for c in ok])
+        a["lag_max_us"] = med([(c["client"].get("sched_lag_ns") or {}).get("max") for c in ok])
+        for k in ("lag_p99_us", "lag_max_us"):
+            a[k] = a[k] / 1000 if a[k] is not None else None
+        a["sut"] = counts_of(ok, "sut")
+        a["system"] = counts_of(ok, "system")
+        a["not_measured"] = not_measured(ok)
         # XDP hook to application, from the XDP metadata stamp.
         for p in ("p50", "p99"):
-            a[f"deliver_{p}"] = med([c["client"][f"deliver_{p}_ns"] / 1000 for c in cs
+            a[f"deliver_{p}"] = med([c["client"][f"deliver_{p}_ns"] / 1000 for c in good
                                      if c["client"].get(f"deliver_{p}_ns") is not None])
         agg[key] = a
     return agg
 
 
 def rr_tables(run, agg, lines, summary):
-    modes = sorted({k[4] for k in agg}, key=MODE_ORDER.index)
+    modes = sorted({k[4] for k in agg}, key=mode_key)
     combos = sorted({k[:2] for k in agg})
     for device, transport in combos:
         lines.append(f"\n### {device}, {transport.upper()}: latency in us ({run['label']} kernel)\n")
+        if is_tcg(run):
+            lines.append(f"{TCG_NOTE}\n")
         lines.append("| Experiment | " + " | ".join(modes) + " |")
         lines.append("|---|" + "---|" * len(modes))
         workloads = sorted({k[2:4] for k in agg if k[:2] == (device, transport)},
@@ -108,41 +273,83 @@ def rr_tables(run, agg, lines, summary):
         for rate, delay in workloads:
             cells = [agg.get((device, transport, rate, delay, m)) for m in modes]
             lines.append(f"| {rate} pkt/s + {delay}us delay |" + " |" * len(modes))
+
+            def row(text):
+                lines.append("| | " + " | ".join(text(c) if c else "-" for c in cells) + " |")
+            row(reps_text)
             for p in PCTS:
-                row = [f"{p}: {fmt(c[p])}" if c else "-" for c in cells]
-                lines.append("| | " + " | ".join(row) + " |")
-            row = [f"p99 spread {fmt(c['p99_spread'][0])}..{fmt(c['p99_spread'][1])}"
-                   if c else "-" for c in cells]
-            lines.append("| | " + " | ".join(row) + " |")
-            row = [f"lost {c['lost']}/{c['sent']}" if c else "-" for c in cells]
-            lines.append("| | " + " | ".join(row) + " |")
+                row(lambda c, p=p: f"{p}: {fmt(c[p])}")
+            row(lambda c: f"p99 spread {fmt(c['p99_spread'][0])}..{fmt(c['p99_spread'][1])}")
+            row(lambda c: f"lost {c['lost']}/{c['sent']}")
+            row(lambda c: f"sender lag p99/max {fmt(c['lag_p99_us'], 0)}/{fmt(c['lag_max_us'], 0)}")
+            if any(c and c["lost"] for c in cells):
+                row(lambda c: f"loss: {sources_text(c['loss_sources'])}" if c["lost"] else "")
+            if any(c and c["cannot_engage"] for c in cells):
+                row(lambda c: f"cannot engage: {c['cannot_engage']}" if c["cannot_engage"] else "")
             if any(c and c["deliver_p50"] is not None for c in cells):
-                row = [f"XDP→app p50/p99: {fmt(c['deliver_p50'])}/{fmt(c['deliver_p99'])}"
-                       if c else "-" for c in cells]
-                lines.append("| | " + " | ".join(row) + " |")
-            ratios = {}
+                row(lambda c: f"XDP→app p50/p99: {fmt(c['deliver_p50'])}/{fmt(c['deliver_p99'])}")
+            ratios, shown = {}, {}
             thr = agg.get((device, transport, rate, delay, "threaded-busy"))
             for ref in ("interrupts", "busy-thread"):
                 base = agg.get((device, transport, rate, delay, ref))
-                if thr and base:
-                    ratios[f"threaded_p99_over_{ref}_p99"] = ratio(thr["p99"], base["p99"])
+                if thr or base:
+                    value, shown[ref] = ratio_or_na(thr, base, "threaded-busy" if not thr else ref)
+                    ratios[f"threaded_p99_over_{ref}_p99"] = value
             summary["rr"].append({"kernel": run["label"], "device": device, "transport": transport,
                                   "rate": rate, "delay_us": delay, "ratios": ratios,
+                                  "ratios_shown": shown,
                                   "modes": {m: agg.get((device, transport, rate, delay, m))
                                             for m in modes}})
-        lines.append(f"\n{device}, {transport.upper()}: per request, medians "
-                     "(NET_RX softirqs, NAPI polls, context switches, device IRQs; CPU busy %)\n")
-        lines.append("| workload | mode | softirq/req | polls/req | ctxsw/req | irq/req | CPU% |")
-        lines.append("|---|---|---|---|---|---|---|")
-        for rate, delay in workloads:
-            for m in modes:
-                c = agg.get((device, transport, rate, delay, m))
-                if c:
-                    cpu = "/".join(fmt(v, 0) for v in c["cpu_busy_pct"].values())
-                    lines.append(f"| {rate}+{delay}us | {m} | {fmt(c['net_rx_softirqs_per_req'], 2)} | "
-                                 f"{fmt(c['napi_polls_per_req'], 2)} | "
-                                 f"{fmt(c['ctx_switches_per_req'], 2)} | "
-                                 f"{fmt(c['dev_irqs_per_req'], 2)} | {cpu} |")
+        rr_count_table(device, transport, workloads, modes, agg, lines)
+
+
+def rr_count_table(device, transport, workloads, modes, agg, lines):
+    lines.append(f"\n{device}, {transport.upper()}: per request over the measured window, "
+                 "medians. SUT: the SUT device's RX polls that did work by context "
+                 "(softirq / NAPI kthread / application busy poll), packets the kthread "
+                 "polled, the SUT device's RX and TX interrupts, NET_RX softirqs on the SUT's "
+                 "CPUs, IRQ suspend events and the share of the window suspended. "
+                 "System-wide (secondary: peer and kworkers included): NET_RX softirqs, "
+                 "context switches, CPU busy % per CPU\n")
+    lines.append("| workload | mode | n | SUT polls sirq/kthr/app | SUT kthr pkts | "
+                 "SUT RX irq | SUT TX irq | SUT NET_RX | SUT susp ev | SUT susp % | "
+                 "sys softirq | sys ctxsw | sys CPU% |")
+    lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    reasons = {}
+    for rate, delay in workloads:
+        for m in modes:
+            c = agg.get((device, transport, rate, delay, m))
+            if c:
+                lines.append(f"| {rate}+{delay}us | {m} | {c['reps_ok']}/{c['reps']} | "
+                             + " | ".join(sut_columns(c)) + " | "
+                             + " | ".join(system_columns(c)) + " |")
+                reasons.update(c["not_measured"])
+    not_measured_lines(reasons, lines)
+
+
+def sut_columns(c):
+    s = c["sut"]
+    polls = "/".join(fmt(s[k], 3) for k in ("rx_polls_softirq", "rx_polls_kthread",
+                                            "rx_polls_app"))
+    irq_rx = s["rx_irqs"] if s["rxtx_irqs"] is None else None
+    rx = fmt(irq_rx, 3) if s["rxtx_irqs"] is None else f"rx+tx {fmt(s['rxtx_irqs'], 3)}"
+    frac = s["suspended_frac"]
+    return [polls, fmt(s["kthread_packets"], 3), rx, fmt(s["tx_irqs"], 3),
+            fmt(s["net_rx_softirqs_sut_cpus"], 3), fmt(s["suspend_events"], 3),
+            fmt(frac * 100 if frac is not None else None, 0)]
+
+
+def system_columns(c):
+    s = c["system"]
+    cpu = "/".join(fmt(v, 0) for v in s["cpu_busy_pct"].values())
+    return [fmt(s["net_rx_softirqs"], 2), fmt(s["ctx_switches"], 2), cpu]
+
+
+def not_measured_lines(reasons, lines):
+    """'-' in a counts table: not measured, and why."""
+    if reasons:
+        lines.append("\nNot measured ('-'): " + "; ".join(
+            f"{what}: {why}" for what, why in sorted(reasons.items())))
 
 
 MODE_ORDER = ["interrupts", "busy-inline", "busy-thread", "threaded-busy", "epoll-prefer",
@@ -150,45 +357,89 @@ MODE_ORDER = ["interrupts", "busy-inline", "busy-thread", "threaded-busy", "epol
 WORKLOAD_ORDER = {}
 
 
+def mode_key(mode):
+    return MODE_ORDER.index(mode) if mode in MODE_ORDER else len(MODE_ORDER)
+
+
 def rr_ratio_lines(summary, lines):
     lines.append("\n### Threaded busy poll p99 relative to interrupts and to busy-thread\n")
+    lines.append(f"No ratio (n/a) where either side lost more than {MAX_LOSS:.0%} of its "
+                 "requests or its mode cannot engage on that device and transport.\n")
     lines.append("| device | transport | workload | threaded/interrupts | threaded/busy-thread |")
     lines.append("|---|---|---|---|---|")
     for s in summary["rr"]:
-        r = s["ratios"]
-        if r:
+        shown = s["ratios_shown"]
+        if shown:
             lines.append(f"| {s['device']} | {s['transport']} | {s['rate']}+{s['delay_us']}us | "
-                         f"{fmt(r.get('threaded_p99_over_interrupts_p99'), 2)} | "
-                         f"{fmt(r.get('threaded_p99_over_busy-thread_p99'), 2)} |")
+                         f"{shown.get('interrupts', '-')} | {shown.get('busy-thread', '-')} |")
 
 
-def baseline_lines(runs, lines, summary):
-    """Patched vs base, interrupt mode, from the baseline-plan runs."""
-    by_label = {r["label"]: rr_cells(r["rr"]) for r in runs if r["plan"] == "baseline"}
-    if "base" not in by_label or "patched" not in by_label:
-        return
-    lines.append("\n### Cost when off: patched / base, interrupt mode (1.00 = no cost)\n")
-    lines.append("| device | transport | workload | p50 | p99 | softirq/req | ctxsw/req |")
-    lines.append("|---|---|---|---|---|---|---|")
-    metrics = ("p50", "p99", "net_rx_softirqs_per_req", "ctx_switches_per_req")
+BASELINE_KEYS = ("rx_polls_with_work", "rx_irqs", "net_rx_softirqs_sut_cpus")
+
+
+def polls_with_work(a):
+    s = a["sut"]
+    parts = [s.get(k) for k in ("rx_polls_softirq", "rx_polls_kthread", "rx_polls_app")]
+    return None if any(p is None for p in parts) else sum(parts)
+
+
+def baseline_rows(base_agg, patched_agg):
+    """Patched / base per cell of the interrupt mode: latency and the SUT
+    counts per request, n/a where either side lost more than MAX_LOSS."""
     rows = []
-    for key, base in sorted(by_label["base"].items()):
-        new = by_label["patched"].get(key)
+    for key, base in sorted(base_agg.items()):
+        new = patched_agg.get(key)
         if not new:
             continue
-        row = {k: ratio(new[k], base[k]) for k in metrics}
+        row = {"key": key}
+        for metric in ("p50", "p99"):
+            row[metric], row[f"{metric}_shown"] = ratio_or_na(new, base, "base", metric)
+        for metric in BASELINE_KEYS:
+            a, b = ((polls_with_work(x) if metric == "rx_polls_with_work" else x["sut"][metric])
+                    for x in (new, base))
+            why = why_no_ratio(new, base, "base", None)
+            row[metric] = None if why else ratio(a, b, 3)
+            row[f"{metric}_shown"] = why or fmt(row[metric], 3)
         rows.append(row)
+    return rows
+
+
+def baseline_of(runs):
+    """baseline_rows() of the baseline-plan runs, None without both kernels."""
+    by_label = {r["label"]: rr_cells(r["rr"]) for r in runs if r["plan"] == "baseline"}
+    if "base" not in by_label or "patched" not in by_label:
+        return None
+    return baseline_rows(by_label["base"], by_label["patched"])
+
+
+def baseline_lines(runs, rows, lines, summary):
+    """Patched vs base, interrupt mode, from the baseline-plan runs."""
+    if rows is None:
+        return
+    lines.append("\n### Cost when off: patched / base, interrupt mode (1.00 = no cost)\n")
+    if any(is_tcg(r) for r in runs if r["plan"] == "baseline"):
+        lines.append(f"{TCG_NOTE}\n")
+    lines.append("| device | transport | workload | p50 | p99 | SUT polls w/ work/req | "
+                 "SUT RX irq/req | SUT NET_RX/req |")
+    lines.append("|---|---|---|---|---|---|---|---|")
+    for row in rows:
+        key = row["key"]
         summary["baseline"].append({"device": key[0], "transport": key[1], "rate": key[2],
-                                    "delay_us": key[3], "patched_over_base": row})
-        lines.append(f"| {key[0]} | {key[1]} | {key[2]}+{key[3]}us | {fmt(row['p50'], 2)} | "
-                     f"{fmt(row['p99'], 2)} | {fmt(row['net_rx_softirqs_per_req'], 2)} | "
-                     f"{fmt(row['ctx_switches_per_req'], 2)} |")
-    # One number per metric: the geometric mean over all cells.
-    overall = {k: round(statistics.geometric_mean([r[k] for r in rows if r[k]]), 2)
-               for k in metrics if any(r[k] for r in rows)}
+                                    "delay_us": key[3], "patched_over_base": {
+                                        k: row[k] for k in ("p50", "p99") + BASELINE_KEYS}})
+        lines.append(f"| {key[0]} | {key[1]} | {key[2]}+{key[3]}us | " + " | ".join(
+            row[f"{k}_shown"] for k in ("p50", "p99") + BASELINE_KEYS) + " |")
+    # One number per metric, with the range it summarises.
+    overall = {}
+    for k in ("p50", "p99") + BASELINE_KEYS:
+        values = [r[k] for r in rows if r[k]]
+        if values:
+            overall[k] = {"geomean": round(statistics.geometric_mean(values), 2),
+                          "min": min(values), "max": max(values), "cells": len(values)}
     summary["baseline_geomean"] = overall
-    lines.append("| all cells | | geometric mean | " +
-                 " | ".join(fmt(overall.get(k), 2) for k in metrics) + " |")
+    lines.append("| all cells | | geometric mean (min..max) | " + " | ".join(
+        f"{overall[k]['geomean']:.2f} ({overall[k]['min']:.2f}..{overall[k]['max']:.2f})"
+        if k in overall else "-" for k in ("p50", "p99") + BASELINE_KEYS) + " |")
 
 
 # --- memcached under load (issue: seed 001) ---------------------------------
@@ -196,25 +447,35 @@ def baseline_lines(runs, lines, summary):
 def mc_points(points):
     groups = defaultdict(list)
     for p in points:
-        if p.get("status") == "ok":
+        if p.get("status") in ("ok", "error") and "variant" in p:
             groups[(p["device"], p["load"], p["variant"])].append(p)
     agg = {}
-    for key, ps in groups.items():
-        lg = [p["load_gen"] for p in ps]
-        cnt = [p["counters"] for p in ps]
+    for key, every in groups.items():
+        ok = [p for p in every if p.get("status") == "ok"]
+        good = [p for p in ok if not rep_failure(p)]
+        lg = [p["load_gen"] for p in good]
         a = {"qps": med([x["achieved_qps"] for x in lg]),
              "avg": med([x["latency_us"]["avg"] for x in lg]),
              "p95": med([x["latency_us"]["p95"] for x in lg]),
              "p99": med([x["latency_us"]["p99"] for x in lg]),
              "p99_spread": spread([x["latency_us"]["p99"] for x in lg]),
-             "cpu": med([p.get("server_cpu_pct") for p in ps]),
-             "cpu_us_per_query": med([p.get("memcached_cpu_us_per_query") for p in ps]),
-             "errors": sum(x.get("errors", 0) + x.get("timeouts", 0) for x in lg),
+             "lag_p99_us": med([(x.get("lag_us") or {}).get("p99") for x in lg]),
+             "cpu": med([p.get("server_cpu_pct") for p in ok]),
+             "cpu_us_per_query": med([p.get("memcached_cpu_us_per_query") for p in ok]),
+             "errors": sum(p["load_gen"].get("errors", 0) + p["load_gen"].get("timeouts", 0)
+                           for p in ok),
+             "sent": sum(p["load_gen"].get("sent", 0) for p in ok),
              "saturated": sum(bool(x.get("saturated")) for x in lg) * 2 > len(lg),
-             "reps": len(ps)}
-        for k in ("dev_irqs_per_req", "net_rx_softirqs_per_req", "napi_polls_per_query",
-                  "ctx_switches_per_req"):
-            a[k] = med([x.get(k) for x in cnt])
+             "name": key[2], "reps": len(every), "reps_ok": len(good),
+             "failed": [(p.get("rep"), rep_failure(p)) for p in every if rep_failure(p)],
+             "cannot_engage": None}
+        a["loss_frac"] = a["errors"] / a["sent"] if a["sent"] else None
+        a["sut"] = counts_of(ok, "sut")
+        a["system"] = counts_of(ok, "system")
+        a["not_measured"] = not_measured(ok)
+        a["loss"] = {k: sum((p.get("loss") or {}).get("sut", {}).get(k, 0)
+                            for p in ok if isinstance((p.get("loss") or {}).get("sut"), dict))
+                     for k in ("rx_drops", "tcp_retrans_segs")}
         agg[key] = a
     return agg
 
@@ -227,24 +488,40 @@ def mc_tables(run, agg, lines, summary):
     for device in sorted({k[0] for k in agg}):
         loads = sorted({k[1] for k in agg if k[0] == device}, key=load_key)
         lines.append(f"\n### memcached on {device} ({run['label']} kernel): medians; "
-                     "latency in us, cpu = server core busy %, mc us/q = memcached's own "
-                     "CPU time per query, per query: device IRQs, "
-                     "NET_RX softirqs, NAPI polls, context switches\n")
-        lines.append("| testcase | load | qps | avglat | 95%lat | 99%lat (spread) | cpu | "
-                     "mc us/q | irq/q | softirq/q | polls/q | ctxsw/q | sat |")
-        lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+                     "latency in us; cpu = server core busy % in the window (system-wide "
+                     "view of that core), mc us/q = memcached's own CPU time per query; per "
+                     "query over the measured window: SUT device RX interrupts, SUT RX polls "
+                     "with work from softirq / the application, IRQ suspend events, share of "
+                     "the window suspended, softirq RX polls while suspended (count); "
+                     "system-wide (secondary) NET_RX softirqs and context switches\n")
+        if is_tcg(run):
+            lines.append(f"{TCG_NOTE}\n")
+        lines.append("| testcase | load | n | qps | avglat | 95%lat | 99%lat (spread) | cpu | "
+                     "mc us/q | SUT RX irq/q | SUT polls sirq/app | SUT susp ev/q | SUT susp % | "
+                     "sirq polls in susp | sys softirq/q | sys ctxsw/q | errors | sat |")
+        lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+        reasons = {}
         for load in loads:
             for (d, l, variant), a in sorted(agg.items(), key=lambda kv: variant_key(kv[0][2])):
                 if d != device or l != load:
                     continue
+                s, y = a["sut"], a["system"]
+                frac = s["suspended_frac"]
+                rx = fmt(s["rx_irqs"], 3) if s["rxtx_irqs"] is None else \
+                    f"rx+tx {fmt(s['rxtx_irqs'], 3)}"
                 lines.append(
-                    f"| {variant} | {load} | {fmt(a['qps'], 0)} | {fmt(a['avg'], 0)} | "
-                    f"{fmt(a['p95'], 0)} | {fmt(a['p99'], 0)} ({fmt(a['p99_spread'][0], 0)}.."
-                    f"{fmt(a['p99_spread'][1], 0)}) | {fmt(a['cpu'], 0)} | "
-                    f"{fmt(a['cpu_us_per_query'], 0)} | "
-                    f"{fmt(a['dev_irqs_per_req'], 3)} | {fmt(a['net_rx_softirqs_per_req'], 3)} | "
-                    f"{fmt(a['napi_polls_per_query'], 3)} | {fmt(a['ctx_switches_per_req'], 2)} | "
-                    f"{'yes' if a['saturated'] else 'no'} |")
+                    f"| {variant} | {load} | {reps_text(a)} | {fmt(a['qps'], 0)} | "
+                    f"{fmt(a['avg'], 0)} | {fmt(a['p95'], 0)} | {fmt(a['p99'], 0)} "
+                    f"({fmt(a['p99_spread'][0], 0)}..{fmt(a['p99_spread'][1], 0)}) | "
+                    f"{fmt(a['cpu'], 0)} | {fmt(a['cpu_us_per_query'], 0)} | {rx} | "
+                    f"{fmt(s['rx_polls_softirq'], 3)}/{fmt(s['rx_polls_app'], 3)} | "
+                    f"{fmt(s['suspend_events'], 3)} | "
+                    f"{fmt(frac * 100 if frac is not None else None, 0)} | "
+                    f"{fmt(s['softirq_polls_suspended'], 0)} | "
+                    f"{fmt(y['net_rx_softirqs'], 3)} | {fmt(y['ctx_switches'], 2)} | "
+                    f"{a['errors']}/{a['sent']} | {'yes' if a['saturated'] else 'no'} |")
+                reasons.update(a["not_measured"])
+        not_measured_lines(reasons, lines)
         mc_findings(device, loads, agg, lines, summary)
 
 
@@ -269,8 +546,8 @@ def mc_findings(device, loads, agg, lines, summary):
         top, full = sustained[-1], agg[(device, sustained[-1], "fullbusy")]
         for s in suspends:
             a = agg[(device, top, s)]
-            found[f"{s}_over_fullbusy_at_{top}"] = {"qps": ratio(a["qps"], full["qps"]),
-                                                   "p99": ratio(a["p99"], full["p99"])}
+            found[f"{s}_over_fullbusy_at_{top}"] = {
+                k: ratio_value(a, full, "fullbusy", k) for k in ("qps", "p99")}
     low = loads[0] if loads else None
     for s in suspends:
         a = agg.get((device, low, s))
@@ -279,13 +556,184 @@ def mc_findings(device, loads, agg, lines, summary):
         for ref in defers + ["fullbusy"]:
             b = agg.get((device, low, ref))
             if b:
-                found[f"{s}_cpu_over_{ref}_at_{low}"] = ratio(a["cpu"], b["cpu"])
-    found["irqs_per_query"] = {f"{v}@{l}": agg[(device, l, v)]["dev_irqs_per_req"]
-                               for l in loads for v in variants
-                               if (v == "base" or v.startswith(("defer", "suspend")))
-                               and (device, l, v) in agg}
+                found[f"{s}_cpu_over_{ref}_at_{low}"] = ratio_value(a, b, ref, "cpu")
+    found["sut_rx_irqs_per_query"] = {f"{v}@{l}": agg[(device, l, v)]["sut"]["rx_irqs"]
+                                      for l in loads for v in variants
+                                      if (v == "base" or v.startswith(("defer", "suspend")))
+                                      and (device, l, v) in agg}
     summary["mc_findings"].append(found)
     lines.append(f"\nFindings on {device}: " + json.dumps(found))
+
+
+# --- the goals (issue 14), pass/fail per device --------------------------------
+
+GOAL_THREADED = "threaded busy poll at the lowest rate"
+GOAL_SUSPEND = "IRQ suspension at the saturated point"
+GOAL_OFF = "features off: SUT counts within ±2 % of the base"
+NO_IRQS = {"netdevsim": "netdevsim has no interrupts"}
+SATURATED_CPU = 95.0    # % busy of the server core in the window
+
+
+def check(label, value, ok, shown, why=None):
+    """One criterion: (status, text). VALUE None: not measured, WHY."""
+    if value is None:
+        return "not measured", f"{label}: not measured ({why or 'no figure'})"
+    return ("pass", f"{label} {shown}") if ok(value) else ("missed", f"MISSED {label} {shown}")
+
+
+def goal_row(goal, device, where, checks):
+    """A goal is missed if any criterion is, else not measured if any
+    is, else passed; criteria that do not apply to the device ("n/a")
+    count for neither."""
+    statuses = {status for status, _ in checks}
+    status = "missed" if "missed" in statuses else \
+        "not measured" if "not measured" in statuses or not checks else "pass"
+    return {"goal": goal, "device": device, "where": where, "status": status,
+            "figures": "; ".join(text for _, text in checks)}
+
+
+def irq_check(device, label, value, limit, why):
+    if device in NO_IRQS:
+        return "n/a", f"{label}: n/a ({NO_IRQS[device]})"
+    return check(label, value, lambda v: v <= limit, f"{fmt(value, 3)} (≤ {limit})", why)
+
+
+def goal_threaded(device, rr_agg):
+    """Threaded busy poll at the device's lowest rate: SUT RX polls with
+    work from softirq or the application ≤ 0.02 per request, SUT RX IRQs
+    ≤ 0.02 per request, packets polled by the kthread = requests ± 1 %,
+    nothing lost. One row per transport."""
+    cells = {k: a for k, a in rr_agg.items() if k[0] == device and k[4] == "threaded-busy"}
+    if not cells:
+        return [goal_row(GOAL_THREADED, device, "-", [(
+            "not measured", "threaded-busy was not run on this device (base kernel or --modes)")])]
+    rows = []
+    for transport in sorted({k[1] for k in cells}):
+        key = min((k for k in cells if k[1] == transport), key=lambda k: (k[2], k[3]))
+        a = cells[key]
+        s, why = a["sut"], a["not_measured"]
+        other = None if s["rx_polls_softirq"] is None or s["rx_polls_app"] is None \
+            else s["rx_polls_softirq"] + s["rx_polls_app"]
+        checks = [
+            check("SUT RX polls with work from softirq+app per request", other,
+                  lambda v: v <= 0.02, f"{fmt(other, 3)} (≤ 0.02)", why.get("polls")),
+            irq_check(device, "SUT RX IRQs per request", s["rx_irqs"], 0.02, why.get("irqs")),
+            check("packets polled by the kthread per request", s["kthread_packets"],
+                  lambda v: abs(v - 1) <= 0.01, f"{fmt(s['kthread_packets'], 3)} (1 ± 0.01)",
+                  why.get("polls")),
+            check("lost", a["lost"] if a["sent"] else None, lambda v: v == 0,
+                  f"{a['lost']}/{a['sent']} (0)", "nothing sent"),
+        ]
+        rows.append(goal_row(GOAL_THREADED, device,
+                             f"{transport.upper()} {key[2]} pkt/s + {key[3]} us, {reps_text(a)}",
+                             checks))
+    return rows
+
+
+def saturated_point(device, mc_agg, variant):
+    """The lowest load at which VARIANT kept the server core ≥ 95 % busy,
+    or None."""
+    loads = sorted((k[1] for k, a in mc_agg.items() if k[0] == device and k[2] == variant
+                    and a["cpu"] is not None and a["cpu"] >= SATURATED_CPU), key=load_key)
+    return loads[0] if loads else None
+
+
+def goal_suspension(device, mc_agg):
+    """At the saturated point of each suspendX: SUT RX IRQs per query
+    ≤ 0.1 × deferX's, suspended ≥ 90 % of the window, no softirq RX poll
+    while suspended."""
+    suspends = sorted({k[2] for k in mc_agg if k[0] == device and k[2].startswith("suspend")},
+                      key=variant_key)
+    if not suspends:
+        return [goal_row(GOAL_SUSPEND, device, "-", [(
+            "not measured", "no suspendX variant was run on this device")])]
+    rows = []
+    for variant in suspends:
+        defer = "defer" + variant[len("suspend"):]
+        load = saturated_point(device, mc_agg, variant)
+        if load is None:
+            busiest = max(((a["cpu"], k[1]) for k, a in mc_agg.items()
+                           if k[0] == device and k[2] == variant and a["cpu"] is not None),
+                          default=(None, None), key=lambda x: x[0])
+            rows.append(goal_row(GOAL_SUSPEND, device, variant, [(
+                "not measured", f"no load kept the server core ≥ {SATURATED_CPU:.0f} % busy "
+                f"(busiest: {fmt(busiest[0], 0)} % at load {busiest[1]})")]))
+            continue
+        a, b = mc_agg[(device, load, variant)], mc_agg.get((device, load, defer))
+        s, why = a["sut"], a["not_measured"]
+        ref = b["sut"]["rx_irqs"] if b else None
+        if device in NO_IRQS:
+            irq = ("n/a", f"SUT RX IRQs per query: n/a ({NO_IRQS[device]})")
+        else:
+            irq = check(f"SUT RX IRQs per query vs {defer}'s",
+                        None if s["rx_irqs"] is None or ref is None else s["rx_irqs"],
+                        lambda v: v <= 0.1 * ref,
+                        f"{fmt(s['rx_irqs'], 3)} (≤ 0.1 × {fmt(ref, 3)})",
+                        why.get("irqs") or (f"{defer} not run at load {load}" if not b else
+                                            b["not_measured"].get("irqs")))
+        frac = s["suspended_frac"]
+        checks = [irq,
+                  check("time suspended", frac, lambda v: v >= 0.9,
+                        f"{fmt(frac * 100 if frac is not None else None, 1)} % (≥ 90 %)",
+                        why.get("suspension")),
+                  check("softirq RX polls while suspended", s["softirq_polls_suspended"],
+                        lambda v: v == 0, f"{fmt(s['softirq_polls_suspended'], 0)} (0)",
+                        why.get("suspension"))]
+        rows.append(goal_row(GOAL_SUSPEND, device,
+                             f"{variant} at load {load}, {reps_text(a)}", checks))
+    return rows
+
+
+def goal_off(device, baseline):
+    """Interrupt mode, patched / base in the same run, every cell: SUT RX
+    polls with work, RX IRQs and NET_RX softirqs on the SUT's CPUs per
+    request within ± 2 %. BASELINE: baseline_rows(), None without a base
+    run."""
+    if baseline is None:
+        return goal_row(GOAL_OFF, device, "-", [(
+            "not measured", "no base kernel in this run (make bench BASELINE=1)")])
+    rows = [r for r in baseline if r["key"][0] == device]
+    if not rows:
+        return goal_row(GOAL_OFF, device, "-", [(
+            "not measured", "no interrupt-mode cell on both kernels")])
+    checks = []
+    for metric, label in (("rx_polls_with_work", "SUT RX polls with work"),
+                          ("rx_irqs", "SUT RX IRQs"),
+                          ("net_rx_softirqs_sut_cpus", "NET_RX softirqs on the SUT's CPUs")):
+        if metric == "rx_irqs" and device in NO_IRQS:
+            checks.append(("n/a", f"{label}: n/a ({NO_IRQS[device]})"))
+            continue
+        values = [(r[metric], r["key"]) for r in rows if r[metric] is not None]
+        skipped = [r[f"{metric}_shown"] for r in rows if r[metric] is None]
+        if not values:
+            checks.append(("not measured", f"{label}: not measured "
+                           f"({skipped[0] if skipped else 'no figure'})"))
+            continue
+        worst, key = max(values, key=lambda v: abs(v[0] - 1))
+        checks.append(check(f"{label} patched/base", worst, lambda v: abs(v - 1) <= 0.02,
+                            f"worst {worst:.3f} at {key[1]} {key[2]}+{key[3]}us (1 ± 0.02)"
+                            + (f", {len(skipped)} cells n/a" if skipped else "")))
+    return goal_row(GOAL_OFF, device, f"{len(rows)} interrupt-mode cells", checks)
+
+
+def goals(rr_agg, mc_agg, baseline):
+    devices = sorted({k[0] for k in rr_agg} | {k[0] for k in mc_agg} |
+                     {r["key"][0] for r in baseline or []})
+    rows = []
+    for device in devices:
+        rows += goal_threaded(device, rr_agg)
+        rows += goal_suspension(device, mc_agg)
+        rows.append(goal_off(device, baseline))
+    return rows
+
+
+def goal_lines(rows, lines):
+    lines.append("## Goals (issue 14), from this run\n")
+    lines.append("| goal | device | where | result | figures |")
+    lines.append("|---|---|---|---|---|")
+    for r in rows:
+        lines.append(f"| {r['goal']} | {r['device']} | {r['where']} | **{r['status']}** | "
+                     f"{r['figures']} |")
 
 
 # --- plots --------------------------------------------------------------------
@@ -311,7 +759,7 @@ def plots(top, rr_agg, mc_agg):
                 xs, p50, p99 = [], [], []
                 for j, w in enumerate(keys):
                     a = rr_agg.get((device, transport) + w + (m,))
-                    if a:
+                    if a and a["p50"] is not None:
                         xs.append(j + i * width)
                         p50.append(a["p50"])
                         p99.append(a["p99"])
@@ -334,7 +782,8 @@ def plots(top, rr_agg, mc_agg):
         for row, device in zip(axes, devices):
             for v in sorted({k[2] for k in mc_agg if k[0] == device}, key=variant_key):
                 pts = sorted(((l, a) for (d, l, vv), a in mc_agg.items()
-                              if d == device and vv == v and l != "MAX"), key=lambda x: x[0])
+                              if d == device and vv == v and l != "MAX" and a["qps"] is not None),
+                             key=lambda x: x[0])
                 row[0].plot([a["qps"] for _, a in pts], [a["p99"] for _, a in pts], "o-", label=v)
                 row[1].plot([l for l, _ in pts], [a["cpu"] for _, a in pts], "o-", label=v)
             row[0].set(xlabel="achieved QPS", ylabel="p99 latency (us)", yscale="log",
@@ -361,12 +810,11 @@ def main():
             if "workload" in c:
                 WORKLOAD_ORDER[(c["rate"], c["delay_us"])] = c["workload"]
     summary = {"runs": [], "rr": [], "baseline": [], "mc_findings": []}
-    lines = ["# napi-series benchmarks", ""]
+    lines = []
     rc = 0
     main_rr, main_mc = {}, {}
     for run in runs:
         m = run["machine"]
-        tcg = "tcg" in run["accel"]
         lines.append(f"- {run['dir']}: {run['label']} kernel {m.get('kernel', '?')}, plan "
                      f"{run['plan']}, {m.get('vcpus', '?')} vCPUs ({m.get('cpu_model', '?')}), "
                      f"accelerator {run['accel']}")
@@ -377,20 +825,25 @@ def main():
                                 "cells_failed": len(errors),
                                 "errors": [c.get("error") for c in errors][:20]})
         if errors:
-            lines.append(f"  - {len(errors)} cells failed, first: {errors[0].get('error')}")
+            lines.append(f"  - {len(errors)} cells failed (shown in the tables), first: "
+                         f"{errors[0].get('error')}")
         if not ok:
             lines.append("  - no usable cell")
             rc = 1
-        if tcg:
-            lines.append("  - under TCG (emulation) absolute times mean little: read the ratios "
-                         "between modes and the per-request counts")
+        if is_tcg(run):
+            lines.append(f"  - {TCG_NOTE}")
         if run["plan"] != "baseline":
             main_rr.update(rr_cells(run["rr"]))
             main_mc.update(mc_points(run["mc"]))
             rr_tables(run, rr_cells(run["rr"]), lines, summary)
             mc_tables(run, mc_points(run["mc"]), lines, summary)
     rr_ratio_lines(summary, lines)
-    baseline_lines(runs, lines, summary)
+    baseline = baseline_of(runs)
+    baseline_lines(runs, baseline, lines, summary)
+    summary["goals"] = goals(main_rr, main_mc, baseline)
+    head = ["# napi-series benchmarks", ""]
+    goal_lines(summary["goals"], head)
+    lines = head + ["", "## Runs", ""] + lines
     summary["plots"] = plots(top, main_rr, main_mc)
     with open(os.path.join(top, "bench.md"), "w") as f:
         f.write("\n".join(lines) + "\n")

@@ -12,8 +12,10 @@ import glob
 import json
 import os
 import re
+import select
 import subprocess
 import sys
+import tempfile
 import time
 
 NS_SUT, NS_PEER = "nsA", "nsB"
@@ -135,6 +137,7 @@ class Pair:
         self.addr = {NS_SUT: ADDR_SUT, NS_PEER: ADDR_PEER}
         self.netns = {NS_SUT: NS_SUT, NS_PEER: NS_PEER}
         self.irq_names = []      # /proc/interrupts names of the SUT device
+        self.irq_note = None     # why it has none
         self.nics = []
         self._macs = {}
 
@@ -172,6 +175,11 @@ class Pair:
 
 class NsimPair(Pair):
     kind = "netdevsim"
+
+    def __init__(self):
+        super().__init__()
+        self.irq_note = ("netdevsim has no interrupts: the peer's transmit schedules "
+                         "its NAPI, on the peer's CPU")
 
     def setup(self):
         fds = []
@@ -292,7 +300,7 @@ class Modes:
         self.ifindex = pair.ifindex(NS_SUT)
         ynl.forget()
         self.has_napi_set = ynl.has_op(pair.netns[NS_SUT], "napi-set")
-        self.napi_polls = NapiPollCounter(pair.ifname[NS_SUT])
+        self.probes = TraceProbes(pair.ifname[NS_SUT])
         self._napi_ids = None
         self.state = {}     # unknown at first: the first apply() writes all
 
@@ -359,7 +367,7 @@ class Modes:
     def reset(self):
         self.state = {}
         self.apply()
-        self.napi_polls.close()
+        self.probes.close()
 
 
 def each_pair(bench, devices, ynl, out):
@@ -416,22 +424,45 @@ def rotated(items, rep):
     return items[k:] + items[:k]
 
 
-def device_irqs(names):
-    """{irq: total count over all CPUs} of the /proc/interrupts lines
-    whose name starts with one of NAMES (the device under test)."""
-    irqs = {}
+def interrupt_lines(names):
+    """(irq, name, total count over all CPUs) of each /proc/interrupts
+    line whose name starts with one of NAMES (the device under test)."""
+    lines = []
     with open("/proc/interrupts") as f:
         for line in f:
             fields = line.split()
             if fields and fields[0].rstrip(":").isdigit() and \
                     any(fields[-1].startswith(n) for n in names):
-                irqs[int(fields[0].rstrip(":"))] = sum(int(v) for v in fields[1:] if v.isdigit())
-    return irqs
+                lines.append((int(fields[0].rstrip(":")), fields[-1],
+                              sum(int(v) for v in fields[1:] if v.isdigit())))
+    return lines
 
 
-def counters(irq_names):
-    """Snapshot of the per-CPU and per-device counters a cell reports."""
-    snap = {"time": time.monotonic(), "cpu": {}, "net_rx": []}
+def device_irqs(names):
+    """{irq: total count} of the device's /proc/interrupts lines."""
+    return {irq: count for irq, _, count in interrupt_lines(names)}
+
+
+def irq_direction(name):
+    """What a device vector serves, from its /proc/interrupts name:
+    virtio-net's "virtioN-input.Q" / "virtioN-output.Q", igb's
+    "eth0-rx-Q" / "eth0-tx-Q", or one vector for both ("eth0-TxRx-Q"),
+    whose count cannot be split; None for anything else (virtio's
+    config vector)."""
+    low = name.lower()
+    rx = "input" in low or "rx" in low
+    tx = "output" in low or "tx" in low
+    if rx and tx:
+        return "rxtx"
+    return "rx" if rx else "tx" if tx else None
+
+
+def snapshot(irq_names):
+    """The counters at one edge of the measured window: time, CPU use per
+    CPU, context switches and NET_RX softirqs per CPU (system-wide), and
+    the SUT device's interrupts per vector. Only cheap /proc reads: the
+    window's edges should not move while we read."""
+    snap = {"time": time.monotonic(), "cpu": {}, "net_rx": {}}
     with open("/proc/stat") as f:
         for line in f:
             fields = line.split()
@@ -443,72 +474,424 @@ def counters(irq_names):
             elif fields[0] == "ctxt":
                 snap["ctxt"] = int(fields[1])
     with open("/proc/softirqs") as f:
+        cpus = f.readline().split()
         for line in f:
             if line.strip().startswith("NET_RX:"):
-                snap["net_rx"] = [int(v) for v in line.split()[1:]]
-    snap["dev_irqs"] = sum(device_irqs(irq_names).values())
+                snap["net_rx"] = {cpu.lower(): int(v) for cpu, v in zip(cpus, line.split()[1:])}
+    snap["irqs"] = {name: count for _, name, count in interrupt_lines(irq_names)}
     return snap
 
 
-def counter_delta(before, after, requests):
-    """Per-cell counters: CPU use per CPU (%), and per request the NET_RX
-    softirqs, device interrupts, context switches and NAPI polls."""
-    per = max(requests, 1)
+def cpu_set(spec):
+    """ "0,3" or "1-2" -> ["cpu0", "cpu3"] / ["cpu1", "cpu2"]."""
+    cpus = []
+    for part in str(spec).split(","):
+        lo, _, hi = part.partition("-")
+        cpus += [f"cpu{c}" for c in range(int(lo), int(hi or lo) + 1)]
+    return cpus
+
+
+def per(value, exchanges):
+    return round(value / exchanges, 4) if value is not None and exchanges else None
+
+
+def window_counts(before, after, exchanges, sut_cpus, events=None, kthread_pids=(),
+                  notes=None):
+    """The counters of one measured window, from the snapshots BEFORE and
+    AFTER its edges, per exchange (request or query sent in the window):
+    the SUT's own counts under "sut", system-wide ones under "system"
+    (secondary: they include the peer, the load generator and kworkers).
+    EVENTS are the window's trace events (window_events()), None when
+    tracing was unavailable; NOTES say why a count is missing. A count
+    that could not be measured is None, with its reason in
+    "not_measured"."""
+    not_measured = dict(notes or {})
     cpu = {}
     for name, a in after["cpu"].items():
-        b = before["cpu"][name]
-        total = a["total"] - b["total"]
+        b = before["cpu"].get(name)
+        total = a["total"] - b["total"] if b else 0
         cpu[name] = round(100.0 * (a["busy"] - b["busy"]) / total, 1) if total else 0.0
+    net_rx = {c: after["net_rx"][c] - before["net_rx"].get(c, 0) for c in after["net_rx"]}
+    sut = {"net_rx_softirqs_sut_cpus": per(sum(net_rx.get(c, 0) for c in sut_cpus), exchanges)}
+    irqs = {"rx": None, "tx": None, "rxtx": None}
+    for name, count in after["irqs"].items():
+        way = irq_direction(name)
+        if way:
+            irqs[way] = (irqs[way] or 0) + count - before["irqs"].get(name, 0)
+    if not after["irqs"]:
+        not_measured.setdefault("irqs", "the device has no interrupt lines in /proc/interrupts")
+    elif irqs["rxtx"] is not None:
+        not_measured.setdefault("irqs", "RX and TX share vectors: see rxtx_irqs")
+    for way, count in irqs.items():
+        sut[f"{way}_irqs"] = per(count, exchanges)
+    if events is None:
+        not_measured.setdefault("polls", "no napi tracepoints")
+        not_measured.setdefault("suspension", "no napi tracepoints")
+    else:
+        sut.update(poll_counts(events["polls"], exchanges, kthread_pids))
+        sut.update(suspension_counts(events, exchanges))
     return {
-        "seconds": round(after["time"] - before["time"], 3),
-        "cpu_busy_pct": cpu,
-        "net_rx_softirqs_per_req": round((sum(after["net_rx"]) - sum(before["net_rx"])) / per, 3),
-        "dev_irqs_per_req": round((after["dev_irqs"] - before["dev_irqs"]) / per, 3),
-        "ctx_switches_per_req": round((after["ctxt"] - before["ctxt"]) / per, 3),
+        "window_s": round(after["time"] - before["time"], 3),
+        "exchanges": exchanges,
+        "sut": sut,
+        "system": {
+            "cpu_busy_pct": cpu,
+            "net_rx_softirqs": per(sum(net_rx.values()), exchanges),
+            "ctx_switches": per(after["ctxt"] - before["ctxt"], exchanges),
+        },
+        "not_measured": not_measured,
     }
 
 
-class NapiPollCounter:
-    """Counts napi:napi_poll events of one device from the trace ring
-    buffer's per-CPU statistics (entries + overrun since the last reset):
-    no reader process, and the event stays enabled for the whole run so
-    its static key is patched once, not per cell. count() is None where
-    tracefs or the event is missing."""
+def poll_context(poll, kthread_pids):
+    """Who ran an RX poll: "softirq" (NET_RX processing, also in
+    ksoftirqd), "kthread" (the NAPI's thread), or "app" (busy polling from
+    a system call in process context)."""
+    if poll["softirq"]:
+        return "softirq"
+    if poll["pid"] in kthread_pids or poll["comm"].startswith("napi/"):
+        return "kthread"
+    return "app"
+
+
+def poll_counts(polls, exchanges, kthread_pids):
+    """RX polls that did work, per exchange and by context, and the
+    packets the kthread polled per exchange."""
+    counts = {"softirq": 0, "kthread": 0, "app": 0}
+    kthread_packets = 0
+    for poll in polls:
+        ctx = poll_context(poll, kthread_pids)
+        counts[ctx] += 1
+        if ctx == "kthread":
+            kthread_packets += poll["work"]
+    out = {f"rx_polls_{ctx}": per(n, exchanges) for ctx, n in counts.items()}
+    out["kthread_packets"] = per(kthread_packets, exchanges)
+    return out
+
+
+def suspension_counts(events, exchanges):
+    """IRQ suspension in the window from the series' tracepoints: suspend
+    events (extensions included) per exchange, suspensions started,
+    resumes by reason, the fraction of the window suspended, and the
+    softirq RX polls that ran while suspended (there should be none)."""
+    t0, t1 = events["window"]
+    suspended_since = None      # the buffer starts with no suspension
+    intervals, resumes = [], {}
+    suspend_events = started = 0
+    for ts, kind, reason in events["irq"]:
+        if kind == "suspend":
+            if t0 <= ts <= t1:
+                suspend_events += 1
+                started += suspended_since is None
+            if suspended_since is None:
+                suspended_since = ts
+        elif suspended_since is not None:
+            if t0 <= ts <= t1:
+                resumes[reason] = resumes.get(reason, 0) + 1
+            intervals.append((suspended_since, ts))
+            suspended_since = None
+    if suspended_since is not None:
+        intervals.append((suspended_since, t1))
+    clipped = [(max(a, t0), min(b, t1)) for a, b in intervals if b > t0 and a < t1]
+    suspended = sum(b - a for a, b in clipped)
+    return {
+        "suspend_events": per(suspend_events, exchanges),
+        "suspensions": started,
+        "resumes": resumes,
+        "suspended_frac": round(suspended / (t1 - t0), 4) if t1 > t0 else None,
+        "softirq_polls_suspended": sum(
+            1 for p in events["polls"]
+            if p["softirq"] and any(a <= p["ts"] <= b for a, b in clipped)),
+    }
+
+
+# One line of tracefs' "trace" file: comm-pid, [cpu], the context flags
+# (irqs-off, need-resched, hardirq/softirq, ...), timestamp, event, fields.
+TRACE_LINE = re.compile(r"^\s*(.*)-(\d+)\s+\[\d+\]\s+(\S+)\s+(\d+\.\d+):\s+(\w+):\s+(.*)$")
+
+
+def parse_trace(lines, t0, t1):
+    """The window's events out of tracefs' trace text: the RX polls with
+    work inside [T0, T1] ({ts, pid, comm, softirq, work}) and the IRQ
+    suspension events of the whole buffer ((ts, "suspend"|"resume",
+    reason)), which tell the state at T0."""
+    polls, irq = [], []
+    for line in lines:
+        m = TRACE_LINE.match(line)
+        if not m:
+            continue
+        comm, pid, flags, ts, event, rest = m.groups()
+        ts = float(ts)
+        if event == "napi_poll":
+            work = re.search(r"\bwork (\d+)", rest)
+            if work and t0 <= ts <= t1:
+                polls.append({"ts": ts, "pid": int(pid), "comm": comm.strip(),
+                              # hardirq/softirq column: s softirq, H hardirq in softirq
+                              "softirq": len(flags) > 2 and flags[2] in "sH",
+                              "work": int(work.group(1))})
+        elif event in ("napi_irq_suspend", "napi_irq_resume"):
+            reason = re.search(r"\breason=(\S+)", rest)
+            irq.append((ts, event[len("napi_irq_"):], reason.group(1) if reason else "?"))
+    return {"window": (t0, t1), "polls": polls, "irq": irq}
+
+
+class TraceProbes:
+    """The series' view of the SUT device from tracefs: napi:napi_poll
+    events that did work (work > 0) and napi:napi_irq_suspend/resume,
+    filtered on the device's name, recorded into the ring buffer with the
+    CLOCK_MONOTONIC trace clock so that they can be cut to the measured
+    window afterwards. The events stay enabled for the whole run (their
+    static keys are patched once, not per cell: see README, multi-threaded
+    TCG); reset() empties the buffer before each cell. Without tracefs, an
+    event or the ring buffer's room, the counts degrade to "not
+    measured" (notes), never to an error."""
 
     TRACING = "/sys/kernel/tracing"
+    EVENTS = ("napi_poll", "napi_irq_suspend", "napi_irq_resume")
+    BUFFER_KB = 8192        # per CPU: a 2 s window of polls at TCG rates fits
 
     def __init__(self, dev_name):
-        self.event = f"{self.TRACING}/events/napi/napi_poll"
-        self.ok = os.path.exists(f"{self.event}/enable")
-        if self.ok:
-            self._write(f"{self.event}/filter", f'dev_name == "{dev_name}"')
-            self._write(f"{self.event}/enable", "1")
+        self.enabled = []
+        self.notes = {}
+        filters = {"napi_poll": f'dev_name == "{dev_name}" && work > 0',
+                   "napi_irq_suspend": f'dev_name == "{dev_name}"',
+                   "napi_irq_resume": f'dev_name == "{dev_name}"'}
+        try:
+            # Timestamps on the clock of time.monotonic() and of the tools.
+            self._write("trace_clock", "mono")
+        except OSError as exc:
+            self.notes["polls"] = self.notes["suspension"] = f"tracefs unusable: {exc}"
+            return
+        try:
+            if int(self._read("buffer_size_kb").split()[0]) < self.BUFFER_KB:
+                self._write("buffer_size_kb", self.BUFFER_KB)
+        except (OSError, ValueError, IndexError):
+            pass    # a smaller buffer may still do: overrun() tells
+        for event in self.EVENTS:
+            path = f"events/napi/{event}"
+            try:
+                self._write(f"{path}/filter", filters[event])
+                self._write(f"{path}/enable", "1")
+                self.enabled.append(event)
+            except OSError as exc:
+                what = "polls" if event == "napi_poll" else "suspension"
+                self.notes[what] = f"no tracepoint napi:{event} ({exc.strerror})"
 
-    @staticmethod
-    def _write(path, text):
-        with open(path, "w") as f:
-            f.write(text + "\n")
+    def _path(self, name):
+        return os.path.join(self.TRACING, name)
+
+    def _write(self, name, text):
+        with open(self._path(name), "w") as f:
+            f.write(f"{text}\n")
+
+    def _read(self, name):
+        with open(self._path(name)) as f:
+            return f.read()
 
     def reset(self):
-        if self.ok:
-            self._write(f"{self.TRACING}/trace", "")
+        if self.enabled:
+            self._write("trace", "")
 
-    def count(self):
-        if not self.ok:
-            return None
-        total = 0
-        for stats in glob.glob(f"{self.TRACING}/per_cpu/cpu*/stats"):
+    def overrun(self):
+        """Events lost since the last reset (the buffer wrapped)."""
+        lost = 0
+        for stats in glob.glob(self._path("per_cpu/cpu*/stats")):
             with open(stats) as f:
                 for line in f:
                     key, _, value = line.partition(":")
-                    if key in ("entries", "overrun"):
-                        total += int(value)
-        return total
+                    if key.strip() in ("overrun", "dropped events"):
+                        lost += int(value)
+        return lost
+
+    def window(self, t0, t1):
+        """(events of the window [T0, T1] or None, notes): read after the
+        cell, when the timing no longer matters."""
+        notes = dict(self.notes)
+        if "napi_poll" not in self.enabled:
+            return None, notes
+        try:
+            lost = self.overrun()
+            with open(self._path("trace")) as f:
+                events = parse_trace(f, t0, t1)
+        except (OSError, ValueError) as exc:
+            notes["polls"] = notes["suspension"] = f"trace buffer unreadable: {exc}"
+            return None, notes
+        if lost:
+            notes["polls"] = notes["suspension"] = \
+                f"trace buffer overran ({lost} events lost): raise buffer_size_kb"
+            return None, notes
+        return events, notes
 
     def close(self):
-        if self.ok:
-            self._write(f"{self.event}/enable", "0")
-            self._write(f"{self.event}/filter", "0")
+        for event in self.enabled:
+            path = f"events/napi/{event}"
+            try:
+                self._write(f"{path}/enable", "0")
+                self._write(f"{path}/filter", "0")
+            except OSError:
+                pass    # tearing down: the next pair sets its own filter
+        self.enabled = []
+
+
+# --- loss accounting -----------------------------------------------------------
+
+SNMP_COUNTERS = {("Udp", "RcvbufErrors"): "udp_rcvbuf_errors", ("Udp", "InErrors"): "udp_in_errors",
+                 ("Udp", "NoPorts"): "udp_no_ports", ("Udp", "SndbufErrors"): "udp_sndbuf_errors",
+                 ("Tcp", "RetransSegs"): "tcp_retrans_segs"}
+
+
+def netns_loss_counters(netns_name, ifname):
+    """Where packets die inside one namespace: its UDP/TCP MIB counters
+    and its device's drop counters (/proc/net/dev: RX drops; netdevsim
+    counts a full peer RX queue as a TX drop of the sender)."""
+    out = {}
+    with netns(netns_name):
+        with open("/proc/thread-self/net/snmp") as f:
+            rows = [line.split() for line in f]
+        for head, vals in zip(rows[::2], rows[1::2]):
+            for (proto, name), key in SNMP_COUNTERS.items():
+                if head[0] == f"{proto}:" and name in head:
+                    out[key] = int(vals[head.index(name)])
+        with open("/proc/thread-self/net/dev") as f:
+            for line in f:
+                dev, _, stats = line.partition(":")
+                if dev.strip() == ifname:
+                    fields = stats.split()
+                    out["rx_drops"], out["tx_drops"] = int(fields[3]), int(fields[11])
+    return out
+
+
+def loss_snapshot(pair):
+    """Loss counters of both sides; a side we cannot read (the peer of
+    two real machines) maps to why."""
+    snap = {}
+    for side, role in ((NS_SUT, "sut"), (NS_PEER, "peer")):
+        if pair.kind == "host" and side == NS_PEER:
+            snap[role] = "the peer is another machine"
+            continue
+        try:
+            snap[role] = netns_loss_counters(pair.netns[side], pair.ifname[side])
+        except (OSError, ValueError, IndexError) as exc:
+            snap[role] = f"unreadable: {exc}"
+    return snap
+
+
+def loss_delta(before, after):
+    """{"sut": {counter: increase}, "peer": ...}; a side that could not be
+    read keeps the reason as a string."""
+    out = {}
+    for role, a in after.items():
+        b = before.get(role)
+        if isinstance(a, str) or isinstance(b, str):
+            out[role] = a if isinstance(a, str) else b
+        else:
+            out[role] = {k: v - b[k] for k, v in a.items() if k in b}
+    return out
+
+
+class WindowedTool:
+    """A client or load generator that prints {"window": "start"} and
+    {"window": "end"} on stdout at the edges of its measured window
+    (bench/rr/napi_rr.c, bench/memcached/mc_load.c). wait_edge() returns
+    when the edge is seen, so that the caller snapshots its counters
+    right then; stdout is read raw, not line-buffered, so select() sees
+    every line. stderr goes to a file: the tool never blocks on it."""
+
+    def __init__(self, argv):
+        self.stderr = tempfile.TemporaryFile(mode="w+")
+        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=self.stderr,
+                                     bufsize=0)
+        self.lines = []
+        self._partial = b""
+
+    def _read(self, timeout):
+        """Read what stdout has within TIMEOUT; False at EOF."""
+        ready, _, _ = select.select([self.proc.stdout], [], [], max(timeout, 0))
+        if not ready:
+            return True
+        data = os.read(self.proc.stdout.fileno(), 65536)
+        if not data:
+            return False
+        *done, self._partial = (self._partial + data).split(b"\n")
+        self.lines += [line.decode(errors="replace") for line in done]
+        return True
+
+    def wait_edge(self, edge, deadline):
+        """True once the tool announced EDGE, False if it exited or the
+        monotonic DEADLINE passed first."""
+        marker = re.compile(r'"window":\s*"%s"' % edge)
+        while not any(marker.search(line) for line in self.lines):
+            left = deadline - time.monotonic()
+            if left <= 0 or not self._read(left):
+                return False
+        return True
+
+    def finish(self, timeout):
+        """Wait for the tool's exit: (returncode, stdout, stderr); killed
+        after TIMEOUT seconds (returncode None)."""
+        deadline = time.monotonic() + timeout
+        while self._read(deadline - time.monotonic()) and time.monotonic() < deadline:
+            pass
+        try:
+            rc = self.proc.wait(timeout=max(deadline - time.monotonic(), 0.1))
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            rc = None
+        self.proc.stdout.close()
+        self.stderr.seek(0)
+        err = self.stderr.read()
+        self.stderr.close()
+        return rc, "\n".join(self.lines + [self._partial.decode(errors="replace")]), err
+
+
+def run_windowed(argv, irq_names, timeout, extra=None):
+    """Run a WindowedTool and snapshot the counters at its window's
+    edges (EXTRA() adds the caller's own, e.g. a process's CPU time):
+    {"rc", "stdout", "stderr", "before", "after"}; the snapshots are None
+    when the tool exited or hung before announcing the edge."""
+    tool = WindowedTool(argv)
+    deadline = time.monotonic() + timeout
+    edges = {"before": None, "after": None}
+    for edge, key in (("start", "before"), ("end", "after")):
+        if not tool.wait_edge(edge, deadline):
+            break
+        edges[key] = snapshot(irq_names)
+        if extra:
+            try:
+                edges[key]["extra"] = extra()
+            except (OSError, ValueError, IndexError):
+                edges[key]["extra"] = None      # the caller's process is gone
+    rc, stdout, stderr = tool.finish(max(deadline - time.monotonic(), 1.0))
+    return dict(edges, rc=rc, stdout=stdout, stderr=stderr)
+
+
+def exit_text(rc):
+    return "timed out" if rc is None else f"exit {rc}"
+
+
+def brief(counts):
+    """A few SUT figures per exchange for the progress line."""
+    if not counts or not counts.get("sut"):
+        return ""
+    sut = counts["sut"]
+    keys = ("rx_polls_softirq", "rx_polls_kthread", "rx_polls_app", "rx_irqs", "suspended_frac")
+    return "sut/x: " + " ".join(f"{k.replace('rx_', '')}={sut[k]}" for k in keys
+                                if sut.get(k) is not None)
+
+
+def measured_counts(run, pair, probes, exchanges, sut_cpus, kthread_pids=()):
+    """The window's counters of a run_windowed() RUN per exchange, with
+    the trace events cut to the window; None fields say why in
+    "not_measured"."""
+    if not run["before"] or not run["after"]:
+        return {"exchanges": exchanges, "sut": {}, "system": {},
+                "not_measured": {"all": "the tool announced no measured window"}}
+    events, notes = probes.window(run["before"]["time"], run["after"]["time"])
+    if pair.irq_note:
+        notes.setdefault("irqs", pair.irq_note)
+    return window_counts(run["before"], run["after"], exchanges, sut_cpus, events,
+                         kthread_pids, notes)
 
 
 def machine_info():

@@ -84,26 +84,28 @@ def run_point(args, pair, modes, name, variant, qps, rep, out):
                    "--connections", str(args.connections), "--duration", str(args.duration),
                    "--warmup", str(args.warmup), "--seed", str(rep + 1), "--json", result]
             cmd = pair.wrap(bl.NS_PEER, cmd + (["--qps", str(qps)] if qps else ["--max"]))
-            modes.napi_polls.reset()
-            before = bl.counters(pair.irq_names)
-            ticks = server.cpu_ticks()
-            load = subprocess.run(cmd, capture_output=True, text=True,
+            modes.probes.reset()
+            loss_before = bl.loss_snapshot(pair)
+            # Connect, preload and warm-up happen before the window opens.
+            run = bl.run_windowed(cmd, pair.irq_names, extra=server.cpu_ticks,
                                   timeout=(args.duration + args.warmup) * 10 + 60)
-            after = bl.counters(pair.irq_names)
-            ticks = server.cpu_ticks() - ticks
-            polls = modes.napi_polls.count()
-        if load.returncode:
-            raise RuntimeError(f"mc_load exit {load.returncode}: {load.stderr.strip()}")
+        point["loss"] = bl.loss_delta(loss_before, bl.loss_snapshot(pair))
+        if run["rc"] != 0:
+            raise RuntimeError(f"mc_load {bl.exit_text(run['rc'])}: {run['stderr'].strip()}")
         with open(result) as f:
             point["load_gen"] = json.load(f)
-        queries = point["load_gen"].get("received", 0)
-        point["counters"] = bl.counter_delta(before, after, queries)
-        point["counters"]["napi_polls_per_query"] = \
-            round(polls / max(queries, 1), 3) if polls is not None else None
-        point["server_cpu_pct"] = point["counters"]["cpu_busy_pct"].get(f"cpu{SERVER_CPU}")
-        # memcached's own CPU time (process context only), per query.
-        point["memcached_cpu_us_per_query"] = round(
-            ticks * 1e6 / os.sysconf("SC_CLK_TCK") / max(queries, 1), 1)
+        # Queries whose send time is in the window: the denominator.
+        queries = point["load_gen"].get("sent", 0)
+        point["counters"] = bl.measured_counts(run, pair, modes.probes, queries,
+                                               bl.cpu_set(SERVER_CPU))
+        point["server_cpu_pct"] = point["counters"]["system"].get("cpu_busy_pct", {}) \
+            .get(f"cpu{SERVER_CPU}")
+        if run["before"] and run["after"] and None not in (run["before"]["extra"],
+                                                           run["after"]["extra"]):
+            # memcached's own CPU time (process context only), per query.
+            ticks = run["after"]["extra"] - run["before"]["extra"]
+            point["memcached_cpu_us_per_query"] = round(
+                ticks * 1e6 / os.sysconf("SC_CLK_TCK") / max(queries, 1), 1)
         point["status"] = "ok"
     except (RuntimeError, subprocess.TimeoutExpired, OSError, ValueError, TimeoutError) as exc:
         point["status"] = "error"
@@ -112,7 +114,7 @@ def run_point(args, pair, modes, name, variant, qps, rep, out):
     return bl.record(out, point, started,
                      f"mc {pair.kind:9} {name:10} load={point['load']!s:6} rep{rep}: "
                      f"qps={lg.get('achieved_qps')} p99={lg.get('latency_us', {}).get('p99')}us "
-                     f"cpu={point.get('server_cpu_pct')}%")
+                     f"cpu={point.get('server_cpu_pct')}% {bl.brief(point.get('counters'))}")
 
 
 def main():

@@ -36,6 +36,8 @@ MODES = {
 }
 PATCHED_ONLY = {"threaded-busy", "epoll-suspend"}
 PORT = 54321
+# The SUT's CPUs: the application's and the one of its NAPI kthread and IRQs.
+SUT_CPUS = bl.cpu_set(bl.CPU_APP) + bl.cpu_set(bl.CPU_NAPI)
 
 
 def workload_rate(args, index):
@@ -52,6 +54,20 @@ def wait_ready(server, timeout=30):
     if '"ready":true' not in line:
         server.kill()
         raise RuntimeError(f"server not ready: {server.communicate()[1].strip()}")
+
+
+def server_stats(stdout):
+    """The reflector's exit line (requests, replies, dropped), None if it
+    printed none: with the client's counts it tells on which way a lost
+    request was lost."""
+    for line in reversed((stdout or "").splitlines()):
+        try:
+            stats = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(stats, dict) and stats.get("role") == "server" and "requests" in stats:
+            return stats
+    return None
 
 
 def run_cell(args, pair, modes, mode, transport, workload, rep, out):
@@ -72,12 +88,13 @@ def run_cell(args, pair, modes, mode, transport, workload, rep, out):
     cell = {"bench": "rr", "device": pair.kind, "transport": transport, "mode": mode,
             "workload": workload, "seed_rate": WORKLOADS[workload][0], "rate": rate,
             "delay_us": delay, "rep": rep, "kthread_pids": pids}
+    loss_before = None
     try:
         wait_ready(server)
         result = os.path.join(args.out, "cell.json")
-        modes.napi_polls.reset()
-        before = bl.counters(pair.irq_names)
-        client = subprocess.run(
+        modes.probes.reset()
+        loss_before = bl.loss_snapshot(pair)
+        run = bl.run_windowed(
             pair.wrap(bl.NS_SUT, [
                 "taskset", "-c", bl.CPU_APP, args.napi_rr, "client",
                 "--transport", transport, "--ifname", pair.ifname[bl.NS_SUT],
@@ -85,29 +102,31 @@ def run_cell(args, pair, modes, mode, transport, workload, rep, out):
                 "--port", str(PORT), "--peer-mac", pair.mac(bl.NS_PEER),
                 "--rate", str(rate), "--delay", str(delay), "--duration", str(args.duration),
                 "--warmup", str(args.warmup), "--json", result] + poll + xdp_opts),
-            capture_output=True, text=True, timeout=args.duration * 10 + 60)
-        after = bl.counters(pair.irq_names)
-        polls = modes.napi_polls.count()
-        if client.returncode:
-            raise RuntimeError(f"client exit {client.returncode}: {client.stderr.strip()}")
+            pair.irq_names, timeout=args.duration * 10 + 60)
+        if run["rc"] != 0:
+            raise RuntimeError(f"client {bl.exit_text(run['rc'])}: {run['stderr'].strip()}")
         with open(result) as f:
             cell["client"] = json.load(f)
-        received = cell["client"].get("received", 0)
-        cell["counters"] = bl.counter_delta(before, after, received)
-        cell["counters"]["napi_polls_per_req"] = \
-            round(polls / max(received, 1), 3) if polls is not None else None
+        # The window holds the requests sent after the warm-up, up to the
+        # last one: the denominator of every per-request count.
+        cell["counters"] = bl.measured_counts(run, pair, modes.probes,
+                                              cell["client"].get("sent", 0), SUT_CPUS, pids)
         cell["status"] = "ok"
     except (RuntimeError, subprocess.TimeoutExpired, OSError, ValueError) as exc:
         cell["status"] = "error"
         cell["error"] = str(exc)
     finally:
-        bl.stop_process(server)
+        cell["server"] = server_stats(bl.stop_process(server)[0])
+    if loss_before is not None:
+        # After the server stopped: replies that came after the client
+        # closed its socket are the SUT's UdpNoPorts.
+        cell["loss"] = bl.loss_delta(loss_before, bl.loss_snapshot(pair))
     # latency_ns is null when no reply came back at all.
     lat = cell.get("client", {}).get("latency_ns") or {}
     return bl.record(out, cell, started,
                      f"rr {pair.kind:9} {transport:3} {mode:13} {rate:6}pps +{delay:2}us rep{rep}: "
                      f"p50={lat.get('p50')} p99={lat.get('p99')} "
-                     f"polls/req={cell.get('counters', {}).get('napi_polls_per_req')}")
+                     f"{bl.brief(cell.get('counters'))}")
 
 
 def main():

@@ -1,35 +1,64 @@
-"""bench/bench_report.py on synthetic cells: tables, ratios, baseline, findings."""
+"""bench/bench_report.py and the window arithmetic of bench/benchlib.py on
+synthetic cells: tables, repetitions, ratios, loss, baseline, goals."""
 import importlib.util
 import json
 import os
 import sys
 
+import pytest
+
 BENCH = os.path.join(os.path.dirname(__file__), "..", "bench")
-spec = importlib.util.spec_from_file_location("bench_report", os.path.join(BENCH, "bench_report.py"))
-bench_report = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(bench_report)
-
-COUNTERS = {"seconds": 3, "cpu_busy_pct": {"cpu0": 50.0, "cpu1": 20.0},
-            "net_rx_softirqs_per_req": 1.0, "dev_irqs_per_req": 0.5,
-            "ctx_switches_per_req": 2.0, "napi_polls_per_req": 1.5}
 
 
-def rr_cell(mode, p99_us, rep=0, device="netdevsim"):
+def load(name):
+    spec = importlib.util.spec_from_file_location(name, os.path.join(BENCH, f"{name}.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+bench_report = load("bench_report")
+benchlib = load("benchlib")
+
+SUT = {"rx_polls_softirq": 1.0, "rx_polls_kthread": 0.0, "rx_polls_app": 0.0,
+       "kthread_packets": 0.0, "rx_irqs": 0.5, "tx_irqs": 0.5, "rxtx_irqs": None,
+       "net_rx_softirqs_sut_cpus": 1.0, "suspend_events": 0.0, "suspensions": 0,
+       "resumes": {}, "suspended_frac": 0.0, "softirq_polls_suspended": 0}
+
+
+def counters(**sut):
+    return {"window_s": 2.0, "exchanges": 100, "sut": dict(SUT, **sut),
+            "system": {"cpu_busy_pct": {"cpu0": 50.0, "cpu1": 20.0}, "net_rx_softirqs": 2.0,
+                       "ctx_switches": 2.0},
+            "not_measured": {}}
+
+
+def rr_cell(mode, p99_us, rep=0, device="netdevsim", transport="udp", lost=0, sent=100,
+            **sut):
     lat = {p: p99_us * 1000 * f for p, f in
            (("p5", 0.5), ("p50", 0.7), ("p95", 0.9), ("p99", 1.0), ("p999", 1.1), ("max", 2))}
-    return {"bench": "rr", "status": "ok", "device": device, "transport": "udp", "mode": mode,
-            "workload": 0, "seed_rate": 12000, "rate": 600, "delay_us": 0, "rep": rep,
-            "client": {"latency_ns": lat, "sent": 100, "received": 100, "lost": 0},
-            "counters": COUNTERS}
+    return {"bench": "rr", "status": "ok", "device": device, "transport": transport,
+            "mode": mode, "workload": 0, "seed_rate": 12000, "rate": 600, "delay_us": 0,
+            "rep": rep,
+            "client": {"latency_ns": lat if sent > lost else None, "sent": sent,
+                       "received": sent - lost, "lost": lost, "warmup_sent": 10,
+                       "warmup_received": 10, "sched_lag_ns": {"p99": 20000, "max": 50000}},
+            "counters": counters(**sut)}
 
 
-def mc_point(variant, load, cpu, p99, irqs, saturated=False):
-    return {"bench": "mc", "status": "ok", "device": "virtio", "variant": variant, "load": load,
+def failed_cell(mode, rep, error="client exit 1: napi_rr: bind: Address already in use"):
+    return {"bench": "rr", "status": "error", "error": error, "device": "netdevsim",
+            "transport": "udp", "mode": mode, "workload": 0, "seed_rate": 12000, "rate": 600,
+            "delay_us": 0, "rep": rep}
+
+
+def mc_point(variant, load, cpu, p99, irqs, saturated=False, device="virtio", **sut):
+    return {"bench": "mc", "status": "ok", "device": device, "variant": variant, "load": load,
             "rep": 0, "server_cpu_pct": cpu,
             "load_gen": {"achieved_qps": load if load != "MAX" else 5000, "errors": 0,
-                         "timeouts": 0, "saturated": saturated,
+                         "timeouts": 0, "saturated": saturated, "sent": 1000, "received": 1000,
                          "latency_us": {"avg": p99 / 2, "p95": p99 * 0.8, "p99": p99}},
-            "counters": dict(COUNTERS, dev_irqs_per_req=irqs, napi_polls_per_query=1.0)}
+            "counters": counters(**dict({"rx_irqs": irqs}, **sut))}
 
 
 def write_run(top, name, label, rr=(), mc=()):
@@ -42,6 +71,15 @@ def write_run(top, name, label, rr=(), mc=()):
     for fname, cells in (("rr.jsonl", rr), ("mc.jsonl", mc)):
         with open(os.path.join(d, fname), "w") as f:
             f.writelines(json.dumps(c) + "\n" for c in cells)
+
+
+def report(top):
+    sys.argv = ["bench_report.py", top]
+    rc = bench_report.main()
+    with open(os.path.join(top, "bench.json")) as f:
+        summary = json.load(f)
+    with open(os.path.join(top, "bench.md")) as f:
+        return rc, summary, f.read()
 
 
 def test_report_tables_ratios_and_baseline(tmp_path):
@@ -57,18 +95,209 @@ def test_report_tables_ratios_and_baseline(tmp_path):
           mc_point("base", 2000, 99, 9000, 1.0, saturated=True)]
     write_run(top, "run3-patched-full", "patched", rr=rr, mc=mc)
 
-    sys.argv = ["bench_report.py", top]
-    assert bench_report.main() == 0
-    summary = json.load(open(os.path.join(top, "bench.json")))
+    rc, summary, md = report(top)
+    assert rc == 0
     ratios = summary["rr"][0]["ratios"]
     assert ratios["threaded_p99_over_interrupts_p99"] == 0.5       # 100 / median(200..202)
     assert ratios["threaded_p99_over_busy-thread_p99"] == 0.67
     assert summary["baseline"][0]["patched_over_base"]["p99"] == 1.1
+    assert summary["baseline"][0]["patched_over_base"]["rx_irqs"] == 1.0
     found = summary["mc_findings"][0]
     assert found["highest_sustained_load"] == 1000                # 2000 saturates base
     assert found["suspend20_over_fullbusy_at_1000"] == {"qps": 1.0, "p99": 1.06}
     assert found["suspend20_cpu_over_fullbusy_at_500"] == 0.4
-    assert found["irqs_per_query"]["suspend20@500"] == 0.05
-    md = open(os.path.join(top, "bench.md")).read()
+    assert found["sut_rx_irqs_per_query"]["suspend20@500"] == 0.05
     assert "| 600 pkt/s + 0us delay |" in md and "p99: 100.0" in md
-    assert "TCG" in md
+    assert "n=3/3" in md
+    # Every latency table under TCG says so.
+    assert md.count(bench_report.TCG_NOTE) >= 4
+    # The goal table comes first.
+    assert md.index("## Goals") < md.index("## Runs")
+
+
+def test_failed_repetition_is_shown_not_dropped(tmp_path):
+    top = str(tmp_path)
+    rr = [rr_cell("interrupts", 200, 0), failed_cell("interrupts", 1),
+          rr_cell("interrupts", 300, 2), rr_cell("interrupts", 250, 3, lost=100)]
+    write_run(top, "run1-patched-full", "patched", rr=rr)
+    rc, summary, md = report(top)
+    assert rc == 0
+    cell = summary["rr"][0]["modes"]["interrupts"]
+    assert cell["reps"] == 4 and cell["reps_ok"] == 2
+    assert cell["p99"] == 250.0                                    # median of 200, 300
+    assert "n=2/4 (rep1: error: client exit 1" in md
+    assert "rep3: 0 replies of 100" in md
+    assert cell["lost"] == 100 and cell["sent"] == 300             # the collapse still counts
+
+
+def test_collapsed_cell_has_no_ratio(tmp_path):
+    top = str(tmp_path)
+    rr = [rr_cell("interrupts", 200), rr_cell("busy-thread", 150),
+          rr_cell("threaded-busy", 2e6, lost=85),
+          rr_cell("interrupts", 200, transport="xdp"), rr_cell("busy-thread", 150, transport="xdp"),
+          rr_cell("threaded-busy", 100, transport="xdp")]
+    write_run(top, "run1-patched-full", "patched", rr=rr)
+    _, summary, md = report(top)
+    by = {s["transport"]: s for s in summary["rr"]}
+    assert by["udp"]["ratios"] == {"threaded_p99_over_interrupts_p99": None,
+                                   "threaded_p99_over_busy-thread_p99": None}
+    assert by["udp"]["ratios_shown"]["interrupts"] == "n/a: threaded-busy lost 85.0%"
+    # Busy polling AF_XDP on netdevsim cannot engage: no ratio against it.
+    assert by["xdp"]["ratios"]["threaded_p99_over_interrupts_p99"] == 0.5
+    assert by["xdp"]["ratios"]["threaded_p99_over_busy-thread_p99"] is None
+    assert "n/a: busy-thread: netdevsim's generic XDP" in by["xdp"]["ratios_shown"]["busy-thread"]
+    assert "n/a: threaded-busy lost 85.0%" in md
+
+
+def test_loss_sources_name_where_requests_went():
+    cell = rr_cell("threaded-busy", 1e6, lost=40)
+    cell["client"]["sched_lag_ns"] = {"p99": 3e6, "max": 9e6}
+    cell["server"] = {"role": "server", "requests": 110, "replies": 110}
+    cell["loss"] = {"sut": {"rx_drops": 0, "tx_drops": 0, "udp_rcvbuf_errors": 30,
+                            "udp_in_errors": 30, "udp_no_ports": 10},
+                    "peer": "the peer is another machine"}
+    found = bench_report.loss_sources(cell)
+    assert found == {"replies sent by the peer, never received": 40,
+                     "sut UdpRcvbufErrors": 30, "sut UdpInErrors": 30,
+                     "replies after the grace period (SUT UdpNoPorts)": 10,
+                     "sender lag p99 (ms)": 3.0}
+    assert bench_report.loss_sources(rr_cell("interrupts", 100)) == {}
+    silent = rr_cell("interrupts", 100, lost=5, transport="xdp")
+    assert bench_report.loss_sources(silent) == \
+        {"unexplained (AF_XDP ring drops are not counted)": 5}
+
+
+def snap(t, cpu_busy, net_rx, ctxt, irqs):
+    return {"time": t, "ctxt": ctxt,
+            "cpu": {c: {"busy": b, "total": 1000 * t, "softirq": 0} for c, b in cpu_busy.items()},
+            "net_rx": net_rx, "irqs": irqs}
+
+
+def test_window_arithmetic_divides_by_in_window_exchanges():
+    before = snap(10.0, {"cpu0": 100, "cpu1": 0}, {"cpu0": 50, "cpu1": 7, "cpu2": 1000}, 500,
+                  {"virtio1-input.0": 1000, "virtio1-output.0": 300, "virtio1-config": 1})
+    after = snap(12.0, {"cpu0": 1100, "cpu1": 500}, {"cpu0": 60, "cpu1": 27, "cpu2": 5000}, 900,
+                 {"virtio1-input.0": 1002, "virtio1-output.0": 500, "virtio1-config": 1})
+    # Trace events: what came before the window (t < 10) is only used for
+    # the suspension state at its start; polls outside it do not count.
+    events = benchlib.parse_trace([
+        "# tracer: nop",
+        "   memcached-321     [000] b..1.     9.500000: napi_irq_suspend: napi_id=8193 "
+        "dev=eth1 timeout=20000000 reason=events disabled=0",
+        "   memcached-321     [000] b..1.     9.900000: napi_poll: napi poll on napi struct "
+        "00000000deadbeef for device eth1 work 5 budget 64",
+        "      <idle>-0       [000] d.s2.    10.500000: napi_irq_resume: napi_id=8193 "
+        "dev=eth1 timeout=20000 reason=idle disabled=0",
+        "      <idle>-0       [001] ..s1.    10.600000: napi_poll: napi poll on napi struct "
+        "00000000deadbeef for device eth1 work 1 budget 64",
+        "   memcached-321     [000] b..1.    11.000000: napi_irq_suspend: napi_id=8193 "
+        "dev=eth1 timeout=20000000 reason=events disabled=0",
+        "   memcached-321     [000] b..1.    11.200000: napi_irq_suspend: napi_id=8193 "
+        "dev=eth1 timeout=20000000 reason=events disabled=0",
+        "      <idle>-0       [001] ..s1.    11.500000: napi_poll: napi poll on napi struct "
+        "00000000deadbeef for device eth1 work 2 budget 64",
+        "  napi/eth1-8193-77  [001] b..1.    11.600000: napi_poll: napi poll on napi struct "
+        "00000000deadbeef for device eth1 work 3 budget 64",
+        "   memcached-321     [000] b..1.    11.700000: napi_poll: napi poll on napi struct "
+        "00000000deadbeef for device eth1 work 1 budget 64",
+        "      <idle>-0       [001] d.s2.    12.500000: napi_irq_resume: napi_id=8193 "
+        "dev=eth1 timeout=20000 reason=timer disabled=0",
+    ], 10.0, 12.0)
+    got = benchlib.window_counts(before, after, 200, ["cpu0", "cpu1"], events, kthread_pids=[77])
+    assert got["window_s"] == 2.0 and got["exchanges"] == 200
+    sut = got["sut"]
+    assert sut["rx_irqs"] == 0.01                   # 2 input vector IRQs / 200
+    assert sut["tx_irqs"] == 1.0                    # 200 output vector IRQs / 200
+    assert sut["rxtx_irqs"] is None
+    assert sut["net_rx_softirqs_sut_cpus"] == 0.15  # (10 + 20) / 200; cpu2 is not the SUT's
+    assert sut["rx_polls_softirq"] == 0.01          # 2 softirq polls in the window / 200
+    assert sut["rx_polls_kthread"] == 0.005
+    assert sut["rx_polls_app"] == 0.005
+    assert sut["kthread_packets"] == 0.015          # 3 packets / 200
+    assert sut["suspend_events"] == 0.01            # 2 in the window / 200
+    assert sut["suspensions"] == 1                  # the second one extends the first
+    assert sut["resumes"] == {"idle": 1}            # the timer resume is after the window
+    assert sut["suspended_frac"] == 0.75            # 10.0-10.5 and 11.0-12.0 of 2 s
+    assert sut["softirq_polls_suspended"] == 1      # the one at 11.5
+    system = got["system"]
+    assert system["net_rx_softirqs"] == 20.15       # all CPUs: secondary
+    assert system["ctx_switches"] == 2.0
+    assert system["cpu_busy_pct"] == {"cpu0": 50.0, "cpu1": 25.0}
+    assert got["not_measured"] == {}
+
+
+def test_window_counts_degrade_to_not_measured():
+    before = snap(1.0, {"cpu0": 0}, {"cpu0": 0}, 0, {})
+    after = snap(2.0, {"cpu0": 10}, {"cpu0": 4}, 8, {})
+    got = benchlib.window_counts(before, after, 0, ["cpu0"], None,
+                                 notes={"irqs": "netdevsim has no interrupts"})
+    assert got["sut"]["rx_irqs"] is None and got["sut"]["net_rx_softirqs_sut_cpus"] is None
+    assert got["not_measured"]["irqs"] == "netdevsim has no interrupts"
+    assert "polls" in got["not_measured"] and "suspension" in got["not_measured"]
+    assert benchlib.irq_direction("eth0-TxRx-0") == "rxtx"
+    assert benchlib.irq_direction("virtio3-config") is None
+
+
+def test_goal_threaded_pass_missed_and_not_measured():
+    good = dict(rx_polls_softirq=0.0, rx_polls_app=0.01, rx_polls_kthread=0.9,
+                kthread_packets=1.005, rx_irqs=0.01)
+    agg = bench_report.rr_cells([rr_cell("threaded-busy", 100, device="virtio", **good),
+                                 rr_cell("threaded-busy", 100, device="virtio", **good)
+                                 | {"rate": 6250}])
+    [row] = bench_report.goal_threaded("virtio", agg)
+    assert row["status"] == "pass" and "600 pkt/s" in row["where"]
+
+    agg = bench_report.rr_cells([rr_cell("threaded-busy", 100, device="virtio",
+                                         **dict(good, rx_polls_softirq=0.5), lost=1)])
+    [row] = bench_report.goal_threaded("virtio", agg)
+    assert row["status"] == "missed"
+    assert "MISSED SUT RX polls with work from softirq+app per request 0.510" in row["figures"]
+    assert "MISSED lost 1/100" in row["figures"]
+
+    # netdevsim has no IRQs (n/a, not blocking); polls not traced: not measured.
+    cell = rr_cell("threaded-busy", 100, **dict(good, rx_polls_softirq=None, rx_irqs=None))
+    cell["counters"]["not_measured"] = {"polls": "no tracepoint napi:napi_poll"}
+    [row] = bench_report.goal_threaded("netdevsim", bench_report.rr_cells([cell]))
+    assert row["status"] == "not measured"
+    assert "n/a (netdevsim has no interrupts)" in row["figures"]
+    assert "no tracepoint napi:napi_poll" in row["figures"]
+    [row] = bench_report.goal_threaded("netdevsim", {})
+    assert row["status"] == "not measured"
+
+
+def test_goal_suspension_needs_a_saturated_point():
+    busy = dict(suspended_frac=0.95, softirq_polls_suspended=0)
+    agg = bench_report.mc_points([mc_point("defer20", 4000, 97, 900, 1.0),
+                                  mc_point("suspend20", 2000, 80, 900, 0.5, **busy),
+                                  mc_point("suspend20", 4000, 96, 900, 0.08, **busy)])
+    [row] = bench_report.goal_suspension("virtio", agg)
+    assert row["status"] == "pass" and "load 4000" in row["where"]
+
+    agg = bench_report.mc_points([mc_point("defer20", 4000, 97, 900, 1.0),
+                                  mc_point("suspend20", 4000, 96, 900, 0.2,
+                                           suspended_frac=0.5, softirq_polls_suspended=3)])
+    [row] = bench_report.goal_suspension("virtio", agg)
+    assert row["status"] == "missed"
+    assert "MISSED SUT RX IRQs per query vs defer20's 0.200 (≤ 0.1 × 1.000)" in row["figures"]
+    assert "MISSED time suspended 50.0 %" in row["figures"]
+    assert "MISSED softirq RX polls while suspended 3" in row["figures"]
+
+    agg = bench_report.mc_points([mc_point("suspend20", 500, 40, 900, 0.0, **busy)])
+    [row] = bench_report.goal_suspension("virtio", agg)
+    assert row["status"] == "not measured"
+    assert "busiest: 40 % at load 500" in row["figures"]
+
+
+@pytest.mark.parametrize("patched_irqs,status", [(0.505, "pass"), (0.52, "missed")])
+def test_goal_features_off_within_two_percent(patched_irqs, status):
+    base = bench_report.rr_cells([rr_cell("interrupts", 100, device="virtio")])
+    patched = bench_report.rr_cells([rr_cell("interrupts", 100, device="virtio",
+                                             rx_irqs=patched_irqs)])
+    row = bench_report.goal_off("virtio", bench_report.baseline_rows(base, patched))
+    assert row["status"] == status
+    assert "worst" in row["figures"]
+    assert bench_report.goal_off("virtio", None)["status"] == "not measured"
+    # A base cell that collapsed gives no figure to compare.
+    lossy = bench_report.rr_cells([rr_cell("interrupts", 100, device="virtio", lost=50)])
+    row = bench_report.goal_off("virtio", bench_report.baseline_rows(lossy, patched))
+    assert row["status"] == "not measured" and "lost 50.0%" in row["figures"]

@@ -48,6 +48,10 @@
  *                      its schedule); always false in max mode
  *   conn_failures      connections closed/broken during the run
  *
+ * stdout: {"window": "start", "ns": N} at the start of the measurement
+ * window and {"window": "end", "ns": N} at its end (CLOCK_MONOTONIC), then
+ * the summary unless --quiet.
+ *
  * Exit status: 0 ok, 1 runtime failure (cannot connect, preload failed,
  * connection lost), 2 usage error.
  */
@@ -1023,6 +1027,21 @@ static void parse_args(int argc, char **argv)
 	}
 }
 
+/*
+ * A line on stdout at each edge of the measurement window, printed when
+ * it is reached: the harness snapshots its counters then, so that the
+ * connect, the preload, the warmup and the drain stay outside its counts.
+ */
+static void announce_window_at(uint64_t t, const char *edge)
+{
+	struct timespec ts = { .tv_sec = t / NSEC, .tv_nsec = t % NSEC };
+
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+		;
+	printf("{\"window\": \"%s\", \"ns\": %" PRIu64 "}\n", edge, now_ns());
+	fflush(stdout);
+}
+
 int main(int argc, char **argv)
 {
 	struct sockaddr_in sa = { .sin_family = AF_INET };
@@ -1077,6 +1096,8 @@ int main(int argc, char **argv)
 	t_end = t_mstart + (uint64_t)(opt.duration * 1e9);
 	t_mid = t_mstart + (t_end - t_mstart) / 2;
 	pthread_barrier_wait(&start_barrier);
+	announce_window_at(t_mstart, "start");
+	announce_window_at(t_end, "end");
 
 	memset(&tot, 0, sizeof(tot));
 	for (int t = 0; t < opt.threads; t++) {

@@ -49,6 +49,9 @@
  *   grace_ms                    wait for stragglers after the last send
  *   rx_polls, rx_wakeups, rx_empty, poller_polls  receive path syscalls
  *   interrupted                 true if stopped by a signal
+ * Client stdout: {"window":"start","ns":N} when the warm-up is over and
+ * {"window":"end","ns":N} once the last request is sent (before the grace
+ * period), CLOCK_MONOTONIC; then a human-readable summary.
  * Server JSON (stdout): {"role":"server","ready":true} once the socket is
  * up, then on exit one line: role, transport, poll, requests,
  *   replies, dropped, rx_polls, rx_wakeups, rx_empty, poller_polls,
@@ -1498,6 +1501,16 @@ static void client_print_summary(const struct client *c)
 		       c->deliver_invalid);
 }
 
+/* A line on stdout at each edge of the measured window (warm-up over,
+ * last measured request sent): the harness snapshots its counters then,
+ * so that set-up, warm-up and the grace period stay outside its counts.
+ */
+static void announce_window(const char *edge)
+{
+	printf("{\"window\":\"%s\",\"ns\":%" PRIu64 "}\n", edge, now_ns());
+	fflush(stdout);
+}
+
 /* Wait for stragglers: 10 x the worst RTT seen, within [200 ms, 2 s]. */
 static uint64_t client_grace(struct client *c)
 {
@@ -1574,8 +1587,13 @@ static int client_run(const struct opts *o)
 	if (start_thread(&tx_thread, sender_main, c))
 		goto stop;
 	tx_started = true;
+	sleep_until(c->measure_ns);
+	if (!stopping())
+		announce_window("start");
 	while (!stopping() && !__atomic_load_n(&c->sender_done, __ATOMIC_ACQUIRE))
 		usleep(5000);
+	if (!stopping())
+		announce_window("end");
 	grace = client_grace(c);
 stop:
 	__atomic_store_n(&c->rx_stop, 1, __ATOMIC_RELAXED);
