@@ -3,8 +3,9 @@
  * napi_rr - open-loop UDP request/response latency benchmark over plain
  * UDP sockets or AF_XDP (libxdp xsk API), with the NAPI polling styles of
  * the series: interrupts, inline busy polling, a busy-polling thread,
- * threaded NAPI busy polling (no polling syscalls) and epoll with
- * EPIOCSPARAMS (prefer busy poll / IRQ suspension).
+ * threaded NAPI busy polling (no polling syscalls), epoll with
+ * EPIOCSPARAMS (prefer busy poll / IRQ suspension) and io_uring with NAPI
+ * busy polling registered (the series' io_uring IRQ suspension).
  *
  * The client sends from its own thread on an absolute schedule (request i
  * is due at start + i / rate) and measures latency from the intended send
@@ -26,6 +27,10 @@
  *                epoll_wait with EPIOCSPARAMS), the receiver only spins
  *   none         no polling syscalls (for threaded NAPI busy polling)
  *   epoll        epoll_wait with EPIOCSPARAMS, prefer_busy_poll = 1
+ *   uring        UDP only: an io_uring ring with IORING_REGISTER_NAPI
+ *                (busy_poll_to = --busy-poll-usecs, prefer_busy_poll = 1)
+ *                waits for a POLL_ADD on the socket to complete, then
+ *                recvfrom(MSG_DONTWAIT) drains it
  * Outside "busy"/XDP "busy-thread" SO_BUSY_POLL is forced to 0 so the
  * net.core.busy_read sysctl cannot add polling.  XDP copy mode transmits
  * only from sendto(), so every mode kicks TX with sendto().
@@ -67,6 +72,7 @@
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
 #include <linux/if_link.h>
+#include <linux/io_uring.h>
 #include <linux/ip.h>
 #include <linux/udp.h>
 #include <net/if.h>
@@ -84,6 +90,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -136,10 +143,11 @@ struct napi_rr_epoll_params {
 
 enum role { ROLE_SERVER, ROLE_CLIENT };
 enum transport { TR_UDP, TR_XDP };
-enum poll_mode { POLL_BLOCK, POLL_BUSY, POLL_BUSY_THREAD, POLL_NONE, POLL_EPOLL };
+enum poll_mode { POLL_BLOCK, POLL_BUSY, POLL_BUSY_THREAD, POLL_NONE, POLL_EPOLL, POLL_URING };
 
 static const char * const transport_names[] = { "udp", "xdp" };
-static const char * const poll_names[] = { "block", "busy", "busy-thread", "none", "epoll" };
+static const char * const poll_names[] = { "block", "busy", "busy-thread", "none", "epoll",
+					   "uring" };
 
 /* On the wire after the UDP header; the server echoes it untouched. */
 struct rr_payload {
@@ -192,10 +200,26 @@ struct xdp_ctx {
 	uint64_t tx_kicks;
 };
 
+/*
+ * A minimal io_uring (raw system calls: Debian 12's liburing 2.3 has no
+ * NAPI helpers) that only ever holds one POLL_ADD on the UDP socket.
+ */
+struct uring {
+	int fd;
+	void *sq_ring, *cq_ring;
+	size_t sq_ring_len, cq_ring_len, sqes_len;
+	struct io_uring_sqe *sqes;
+	unsigned int *sq_head, *sq_tail, *sq_mask, *sq_array;
+	unsigned int *cq_head, *cq_tail, *cq_mask;
+	struct io_uring_cqe *cqes;
+	bool armed;		/* the POLL_ADD is in flight */
+};
+
 struct endpoint {
 	const struct opts *o;
 	int fd;			/* UDP socket or XSK fd */
 	int epfd;
+	struct uring ring;
 	int ifindex;
 	uint8_t mac[ETH_ALEN];
 	struct xdp_ctx x;
@@ -266,7 +290,7 @@ static void usage(const char *msg)
 		"               --rate PPS --duration S [--delay US] [--warmup S] [--poll MODE]\n"
 		"               [--json FILE] [--peer-mac MAC] [--queue Q] [--busy-poll-usecs N]\n"
 		"               [--budget N] [--send-spin US] [--xdp-native]\n"
-		"MODE: block | busy | busy-thread | none | epoll (default block)\n");
+		"MODE: block | busy | busy-thread | none | epoll | uring (default block)\n");
 	exit(2);
 }
 
@@ -361,7 +385,7 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 		case 'P':
 			v = parse_enum(optarg, poll_names, ARRAY_SIZE(poll_names));
 			if (v < 0)
-				usage("--poll must be block, busy, busy-thread, none or epoll");
+				usage("--poll must be block, busy, busy-thread, none, epoll or uring");
 			o->poll = v;
 			break;
 		case 'u': o->busy_usecs = parse_u64(optarg, "busy-poll-usecs", INT32_MAX); break;
@@ -397,6 +421,8 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 		usage("--xdp-native needs --transport xdp");
 	if ((o->poll == POLL_BUSY || o->poll == POLL_BUSY_THREAD) && !o->busy_usecs)
 		usage("--poll busy/busy-thread need --busy-poll-usecs > 0 (0 disables busy polling)");
+	if (o->poll == POLL_URING && o->transport != TR_UDP)
+		usage("--poll uring needs --transport udp (AF_XDP rings are not io_uring's)");
 }
 
 /* ------------------------------------------------------------- packets */
@@ -662,6 +688,89 @@ static int epoll_setup(struct endpoint *ep, bool edge)
 	return 0;
 }
 
+/* IORING_REGISTER_NAPI (Linux 6.9) postdates Debian 12's uapi headers. */
+#define NAPI_RR_IORING_REGISTER_NAPI	27
+struct napi_rr_uring_napi {
+	__u32 busy_poll_to;
+	__u8 prefer_busy_poll;
+	__u8 pad[3];
+	__u64 resv;
+};
+
+#define URING_POLL_TAG	1	/* user_data of the POLL_ADD */
+
+static void *uring_map(int fd, size_t len, off_t off)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, off);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+/*
+ * A ring with NAPI busy polling registered: its waits busy poll the NAPIs
+ * of the sockets it polled (the kernel learns them when the POLL_ADD arms)
+ * and, with prefer_busy_poll and an irq-suspend-timeout on the NAPI, keep
+ * their IRQs suspended while completions keep coming (the series).
+ */
+static int uring_setup(struct endpoint *ep)
+{
+	struct napi_rr_uring_napi napi = {
+		.busy_poll_to = ep->o->busy_usecs,
+		.prefer_busy_poll = 1,
+	};
+	struct io_uring_params p = { 0 };
+	struct uring *u = &ep->ring;
+
+	u->fd = syscall(__NR_io_uring_setup, 4, &p);
+	if (u->fd < 0) {
+		pr_errno("io_uring_setup");
+		return -1;
+	}
+	u->sq_ring_len = p.sq_off.array + p.sq_entries * sizeof(unsigned int);
+	u->cq_ring_len = p.cq_off.cqes + p.cq_entries * sizeof(struct io_uring_cqe);
+	if (!(p.features & IORING_FEAT_SINGLE_MMAP)) {
+		pr_err("io_uring without IORING_FEAT_SINGLE_MMAP (Linux < 5.4)");
+		return -1;
+	}
+	if (u->cq_ring_len > u->sq_ring_len)
+		u->sq_ring_len = u->cq_ring_len;
+	u->sq_ring = uring_map(u->fd, u->sq_ring_len, IORING_OFF_SQ_RING);
+	u->sqes_len = p.sq_entries * sizeof(struct io_uring_sqe);
+	u->sqes = uring_map(u->fd, u->sqes_len, IORING_OFF_SQES);
+	if (!u->sq_ring || !u->sqes) {
+		pr_errno("mmap(io_uring)");
+		return -1;
+	}
+	u->cq_ring = u->sq_ring;
+	u->sq_head = (unsigned int *)((char *)u->sq_ring + p.sq_off.head);
+	u->sq_tail = (unsigned int *)((char *)u->sq_ring + p.sq_off.tail);
+	u->sq_mask = (unsigned int *)((char *)u->sq_ring + p.sq_off.ring_mask);
+	u->sq_array = (unsigned int *)((char *)u->sq_ring + p.sq_off.array);
+	u->cq_head = (unsigned int *)((char *)u->cq_ring + p.cq_off.head);
+	u->cq_tail = (unsigned int *)((char *)u->cq_ring + p.cq_off.tail);
+	u->cq_mask = (unsigned int *)((char *)u->cq_ring + p.cq_off.ring_mask);
+	u->cqes = (struct io_uring_cqe *)((char *)u->cq_ring + p.cq_off.cqes);
+	if (syscall(__NR_io_uring_register, u->fd, NAPI_RR_IORING_REGISTER_NAPI, &napi, 1)) {
+		if (errno == EINVAL)
+			pr_err("IORING_REGISTER_NAPI: %s: io_uring NAPI busy polling needs Linux >= 6.9 built with CONFIG_NET_RX_BUSY_POLL",
+			       strerror(errno));
+		else
+			pr_errno("IORING_REGISTER_NAPI");
+		return -1;
+	}
+	return 0;
+}
+
+static void uring_close(struct uring *u)
+{
+	if (u->sqes)
+		munmap(u->sqes, u->sqes_len);
+	if (u->sq_ring)
+		munmap(u->sq_ring, u->sq_ring_len);
+	if (u->fd >= 0)
+		close(u->fd);
+}
+
 static int udp_open(struct endpoint *ep)
 {
 	const struct opts *o = ep->o;
@@ -813,7 +922,7 @@ static void ep_init(struct endpoint *ep, const struct opts *o)
 {
 	memset(ep, 0, sizeof(*ep));
 	ep->o = o;
-	ep->fd = ep->epfd = -1;
+	ep->fd = ep->epfd = ep->ring.fd = -1;
 	ep->x.map_fd = ep->x.prog_fd = ep->x.link_fd = -1;
 }
 
@@ -841,6 +950,8 @@ static int ep_open(struct endpoint *ep)
 		return no_inline_busy_poll(ep) ?: epoll_setup(ep, true);
 	case POLL_EPOLL:
 		return no_inline_busy_poll(ep) ?: epoll_setup(ep, false);
+	case POLL_URING:
+		return no_inline_busy_poll(ep) ?: uring_setup(ep);
 	default:
 		return no_inline_busy_poll(ep);
 	}
@@ -850,6 +961,7 @@ static void ep_close(struct endpoint *ep)
 {
 	if (ep->epfd >= 0)
 		close(ep->epfd);
+	uring_close(&ep->ring);
 	if (ep->o->transport == TR_UDP) {
 		if (ep->fd >= 0)
 			close(ep->fd);
@@ -916,6 +1028,63 @@ static int wait_readable(struct endpoint *ep)
 }
 
 /*
+ * uring: arm a POLL_ADD on the socket unless one is in flight, and wait
+ * up to WAIT_MS for a completion: the wait busy polls the ring's NAPIs.
+ */
+static int uring_wait_readable(struct endpoint *ep)
+{
+	struct __kernel_timespec ts = { .tv_nsec = WAIT_MS * 1000000L };
+	struct io_uring_getevents_arg arg = { .ts = (uintptr_t)&ts };
+	struct uring *u = &ep->ring;
+	unsigned int head, tail, to_submit;
+	struct io_uring_sqe *sqe;
+	bool completed = false;
+
+	if (!u->armed) {
+		tail = *u->sq_tail;
+		sqe = &u->sqes[tail & *u->sq_mask];
+		memset(sqe, 0, sizeof(*sqe));
+		sqe->opcode = IORING_OP_POLL_ADD;
+		sqe->fd = ep->fd;
+		sqe->poll32_events = POLLIN;
+		sqe->user_data = URING_POLL_TAG;
+		u->sq_array[tail & *u->sq_mask] = tail & *u->sq_mask;
+		__atomic_store_n(u->sq_tail, tail + 1, __ATOMIC_RELEASE);
+		u->armed = true;
+	}
+	/* An SQE a failed enter left unconsumed goes with this one. */
+	to_submit = *u->sq_tail - __atomic_load_n(u->sq_head, __ATOMIC_ACQUIRE);
+	if (syscall(__NR_io_uring_enter, u->fd, to_submit, 1,
+		    IORING_ENTER_GETEVENTS | IORING_ENTER_EXT_ARG, &arg, sizeof(arg)) < 0 &&
+	    errno != ETIME && errno != EINTR && errno != EAGAIN && errno != EBUSY) {
+		pr_errno("io_uring_enter");
+		return -1;
+	}
+	ep->rxc.polls++;
+	head = *u->cq_head;
+	tail = __atomic_load_n(u->cq_tail, __ATOMIC_ACQUIRE);
+	for (; head != tail; head++) {
+		struct io_uring_cqe *cqe = &u->cqes[head & *u->cq_mask];
+
+		if (cqe->user_data != URING_POLL_TAG)
+			continue;
+		u->armed = false;
+		if (cqe->res < 0) {
+			pr_err("io_uring POLL_ADD: %s", strerror(-cqe->res));
+			__atomic_store_n(u->cq_head, head + 1, __ATOMIC_RELEASE);
+			return -1;
+		}
+		completed = true;
+	}
+	__atomic_store_n(u->cq_head, head, __ATOMIC_RELEASE);
+	if (completed)
+		ep->rxc.wakeups++;
+	else
+		ep->rxc.empty++;
+	return 0;
+}
+
+/*
  * Peek up to RX_BATCH descriptors; when the ring is empty, do what the
  * poll mode says once and return 0 so the caller can check for stop.
  */
@@ -928,6 +1097,7 @@ static int xdp_rx_peek(struct endpoint *ep, uint32_t *idx)
 	switch (ep->o->poll) {
 	case POLL_BLOCK:
 	case POLL_EPOLL:
+	case POLL_URING:	/* not with XDP: parse_opts() refuses it */
 		return wait_readable(ep);
 	case POLL_BUSY:
 		ep->rxc.polls++;
@@ -968,6 +1138,8 @@ static ssize_t udp_rx(struct endpoint *ep, void *buf, size_t len, struct sockadd
 		return 0;
 	if (ep->o->poll == POLL_EPOLL)
 		return wait_readable(ep);
+	if (ep->o->poll == POLL_URING)
+		return uring_wait_readable(ep);
 	cpu_relax();
 	return 0;
 }
