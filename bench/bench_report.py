@@ -28,8 +28,6 @@ SUT_KEYS = ("rx_polls_softirq", "rx_polls_kthread", "rx_polls_app", "kthread_pac
             "rx_irqs", "tx_irqs", "rxtx_irqs", "net_rx_softirqs_sut_cpus", "suspend_events",
             "suspensions", "suspended_frac", "softirq_polls_suspended")
 SYSTEM_KEYS = ("net_rx_softirqs", "ctx_switches")
-# Modes rr_grid.py runs on UDP only.
-UDP_ONLY = ("uring-prefer", "uring-suspend")
 # Modes that cannot engage on a device/transport: no ratio, but why.
 CANNOT_ENGAGE = {("netdevsim", "xdp", m): "netdevsim's generic XDP gives AF_XDP no NAPI ID "
                  "to busy poll" for m in ("busy-inline", "busy-thread", "epoll-prefer",
@@ -262,18 +260,19 @@ def rr_cells(cells):
 
 
 def rr_tables(run, agg, lines, summary):
-    modes = sorted({k[4] for k in agg}, key=mode_key)
+    all_modes = sorted({k[4] for k in agg}, key=mode_key)
     combos = sorted({k[:2] for k in agg})
     for device, transport in combos:
         lines.append(f"\n### {device}, {transport.upper()}: latency in us ({run['label']} kernel)\n")
         if is_tcg(run):
             lines.append(f"{TCG_NOTE}\n")
-        run_here = {k[4] for k in agg if k[:2] == (device, transport)}
-        not_here = [m for m in modes if m not in run_here and m in UDP_ONLY]
-        if not_here:
-            lines.append(f"Not run on {transport.upper()}: {', '.join(not_here)} "
-                         "(io_uring polls sockets, not AF_XDP rings).\n")
-        modes = [m for m in modes if m in run_here or m not in UDP_ONLY]
+        here = [m for m in all_modes if any(k[:2] == (device, transport) and k[4] == m
+                                             for k in agg)]
+        if len(here) < len(all_modes):
+            lines.append(f"Not run on {transport.upper()}: "
+                         f"{', '.join(m for m in all_modes if m not in here)} "
+                         "(rr_grid.py runs them on UDP only).\n")
+        modes = here
         lines.append("| Experiment | " + " | ".join(modes) + " |")
         lines.append("|---|" + "---|" * len(modes))
         workloads = sorted({k[2:4] for k in agg if k[:2] == (device, transport)},

@@ -25,12 +25,18 @@ nic_config() {
 	unset NETIF
 	[ "$1" = virtio ] || return 0
 	udevadm settle 2>/dev/null
-	NETIF=$(for d in /sys/class/net/*; do
-		[ "$(basename "$(readlink "$d/device/driver" 2>/dev/null)")" = virtio_net ] &&
-			echo "$(cat "$d/address") $(basename "$d")"
-	done | sort | awk 'NR == 1 {print $2}')
+	NETIF=$(virtio_nics | awk 'NR == 1 {print $2}')
 	export NETIF
 	park_virtio_peers
+}
+
+# virtio_nics: "MAC NAME" of each virtio-net NIC here, sorted by MAC.
+virtio_nics() {
+	local d
+	for d in /sys/class/net/*; do
+		[ "$(basename "$(readlink "$d/device/driver" 2>/dev/null)")" = virtio_net ] &&
+			echo "$(cat "$d/address") $(basename "$d")"
+	done | sort
 }
 
 # The other virtio-net NICs share the first one's QEMU hub, which holds
@@ -40,12 +46,10 @@ nic_config() {
 # subnets), and silent (no IPv6, no IPv4 address): they only drop what
 # they receive.
 park_virtio_peers() {
-	local d nic
+	local mac nic
 	ip netns add virtio-peers 2>/dev/null || return 0
-	for d in /sys/class/net/*; do
-		nic=$(basename "$d")
+	virtio_nics | while read -r mac nic; do
 		[ "$nic" != "$NETIF" ] &&
-			[ "$(basename "$(readlink "$d/device/driver" 2>/dev/null)")" = virtio_net ] &&
 			ip link set dev "$nic" netns virtio-peers &&
 			ip netns exec virtio-peers sysctl -qw "net.ipv6.conf.$nic.disable_ipv6=1" &&
 			ip -n virtio-peers link set dev "$nic" up
