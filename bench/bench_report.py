@@ -50,6 +50,9 @@ def load_runs(top):
             if os.path.exists(path):
                 with open(path) as f:
                     run[bench] = [json.loads(line) for line in f if line.strip()]
+        # The collapse experiment's cells have their own section.
+        run["collapse"] = [c for c in run["rr"] if c.get("experiment") == "collapse"]
+        run["rr"] = [c for c in run["rr"] if c.get("experiment") != "collapse"]
         runs.append(run)
     return runs
 
@@ -359,8 +362,9 @@ def not_measured_lines(reasons, lines):
             f"{what}: {why}" for what, why in sorted(reasons.items())))
 
 
-MODE_ORDER = ["interrupts", "busy-inline", "busy-thread", "threaded-busy", "epoll-prefer",
-              "epoll-suspend", "uring-prefer", "uring-suspend"]
+MODE_ORDER = ["interrupts", "interrupts+spinners", "busy-inline", "busy-thread",
+              "threaded-busy", "threaded-busy+block", "threaded-busy+other", "threaded",
+              "epoll-prefer", "epoll-suspend", "uring-prefer", "uring-suspend"]
 WORKLOAD_ORDER = {}
 
 
@@ -447,6 +451,110 @@ def baseline_lines(runs, rows, lines, summary):
     lines.append("| all cells | | geometric mean (min..max) | " + " | ".join(
         f"{overall[k]['geomean']:.2f} ({overall[k]['min']:.2f}..{overall[k]['max']:.2f})"
         if k in overall else "-" for k in ("p50", "p99") + BASELINE_KEYS) + " |")
+
+
+# --- the threaded busy-poll collapse (rr_grid.py --collapse) -----------------
+
+COLLAPSE_LOSS = 0.05        # a cell collapsed if it lost more than this,
+COLLAPSE_P50_US = 100000.0  # or its median latency exceeded 100 ms
+# What each control changes against threaded-busy.
+COLLAPSE_CONTROLS = {
+    "interrupts": "reference: interrupt mode",
+    "interrupts+spinners": "interrupts + threaded-busy's CPU occupancy (SCHED_FIFO spinner "
+                           "on the kthread's CPU, SCHED_OTHER spinner on the receiver's), "
+                           "no series code",
+    "threaded-busy": "the mode under suspicion (SCHED_FIFO kthread, spinning receiver)",
+    "threaded-busy+block": "threaded-busy with a blocking receiver",
+    "threaded-busy+other": "threaded-busy with the kthread SCHED_OTHER, RT throttling on",
+    "threaded": "threaded NAPI without busy polling (SCHED_FIFO kthread, spinning receiver)",
+}
+
+
+def collapsed(a):
+    """Whether the aggregated cell A collapsed (more than COLLAPSE_LOSS\n    lost, p50 over COLLAPSE_P50_US, or no repetition with a reply);\n    None if it was not run."""
+    if a is None:
+        return None
+    if not a["reps_ok"]:
+        return True
+    return (a["loss_frac"] or 0) > COLLAPSE_LOSS or (a["p50"] or 0) > COLLAPSE_P50_US
+
+
+def mode_collapsed(agg, device, transport, mode):
+    """Whether MODE collapsed at any workload; None if not run."""
+    states = [collapsed(a) for k, a in agg.items()
+              if k[0] == device and k[1] == transport and k[4] == mode]
+    return any(states) if states else None
+
+
+def collapse_verdict(agg, device, transport):
+    """(verdict, why) of the collapse experiment on one device and\n    transport: each control removes one suspect, so the first control\n    that changes the outcome names the cause."""
+    def state(mode):
+        return mode_collapsed(agg, device, transport, mode)
+    if state("threaded-busy") is None:
+        return "not run", "threaded-busy was not run"
+    if not state("threaded-busy"):
+        return ("not reproduced", f"threaded-busy lost at most {COLLAPSE_LOSS:.0%} with p50 "
+                f"≤ {COLLAPSE_P50_US / 1000:.0f} ms at every workload")
+    if state("interrupts"):
+        return ("no verdict", "interrupt mode collapsed as well: the load is beyond what "
+                "this machine sustains")
+    if state("interrupts+spinners"):
+        return ("emulation artefact", "the same CPU occupancy without any series code "
+                "(interrupts + spinners) collapsed too: the spinning CPUs starve the "
+                "emulated machine, not a kernel path")
+    cured = [COLLAPSE_CONTROLS[m] for m in ("threaded-busy+block", "threaded-busy+other")
+             if state(m) is False]
+    if cured:
+        return ("harness choice", "threaded-busy stops collapsing with "
+                + " and with ".join(cured) + ": the harness's set-up, not the kernel")
+    if state("threaded"):
+        return ("kernel bug (threaded NAPI)", "plain threaded NAPI collapses too, the "
+                "occupancy control does not: a kthread path, not busy polling alone")
+    return ("kernel bug", "only threaded busy poll collapses; no control removes it")
+
+
+def collapse_lines(run, agg, lines, summary):
+    if not agg:
+        return
+    lines.append(f"\n### Threaded busy-poll collapse experiment ({run['label']} kernel)\n")
+    lines.append(f"One boot, modes interleaved per repetition. Collapsed: more than "
+                 f"{COLLAPSE_LOSS:.0%} lost, p50 over {COLLAPSE_P50_US / 1000:.0f} ms or no "
+                 "reply at all. Controls: " + "; ".join(
+                     f"{m}: {why}" for m, why in COLLAPSE_CONTROLS.items()) + ".\n")
+    if is_tcg(run):
+        lines.append(f"{TCG_NOTE}\n")
+    for device, transport in sorted({k[:2] for k in agg}):
+        verdict, why = collapse_verdict(agg, device, transport)
+        summary["collapse"].append({"kernel": run["label"], "device": device,
+                                    "transport": transport, "verdict": verdict, "why": why})
+        lines.append(f"\n{device}, {transport.upper()}: **{verdict}**: {why}\n")
+        lines.append("| workload | mode | n | p50 us | p99 us | lost/sent | loss went to | "
+                     "sender lag p99/max us | SUT polls sirq/kthr/app | collapsed |")
+        lines.append("|---|---|---|---|---|---|---|---|---|---|")
+        keys = sorted((k for k in agg if k[:2] == (device, transport)),
+                      key=lambda k: (WORKLOAD_ORDER.get(k[2:4], 99), k[2], mode_key(k[4])))
+        for k in keys:
+            a = agg[k]
+            s = a["sut"]
+            polls = "/".join(fmt(s.get(x), 3) for x in ("rx_polls_softirq", "rx_polls_kthread",
+                                                        "rx_polls_app"))
+            lines.append(f"| {k[2]}+{k[3]}us | {k[4]} | {reps_text(a)} | {fmt(a['p50'])} | "
+                         f"{fmt(a['p99'])} | {a['lost']}/{a['sent']} | "
+                         f"{sources_text(a['loss_sources']) if a['lost'] else '-'} | "
+                         f"{fmt(a['lag_p99_us'], 0)}/{fmt(a['lag_max_us'], 0)} | {polls} | "
+                         f"{'yes' if collapsed(a) else 'no'} |")
+
+
+def collapse_head(verdicts, lines):
+    """The verdicts, for the top of bench.md."""
+    if not verdicts:
+        return
+    lines.append("\n## Threaded busy-poll collapse: verdict (issue 14), from this run\n")
+    lines.append("| kernel | device | transport | verdict | why |")
+    lines.append("|---|---|---|---|---|")
+    for v in verdicts:
+        lines.append(f"| {v['kernel']} | {v['device']} | {v['transport']} | **{v['verdict']}** "
+                     f"| {v['why']} |")
 
 
 # --- memcached under load (issue: seed 001) ---------------------------------
@@ -813,10 +921,10 @@ def main():
         return 1
     # Rates are scaled to what the VM sustains: order rows by the seed's list.
     for run in runs:
-        for c in run["rr"]:
+        for c in run["rr"] + run["collapse"]:
             if "workload" in c:
                 WORKLOAD_ORDER[(c["rate"], c["delay_us"])] = c["workload"]
-    summary = {"runs": [], "rr": [], "baseline": [], "mc_findings": []}
+    summary = {"runs": [], "rr": [], "baseline": [], "mc_findings": [], "collapse": []}
     lines = []
     rc = 0
     main_rr, main_mc = {}, {}
@@ -825,8 +933,9 @@ def main():
         lines.append(f"- {run['dir']}: {run['label']} kernel {m.get('kernel', '?')}, plan "
                      f"{run['plan']}, {m.get('vcpus', '?')} vCPUs ({m.get('cpu_model', '?')}), "
                      f"accelerator {run['accel']}")
-        errors = [c for c in run["rr"] + run["mc"] if c.get("status") == "error"]
-        ok = [c for c in run["rr"] + run["mc"] if c.get("status") == "ok"]
+        cells = run["rr"] + run["collapse"] + run["mc"]
+        errors = [c for c in cells if c.get("status") == "error"]
+        ok = [c for c in cells if c.get("status") == "ok"]
         summary["runs"].append({"dir": run["dir"], "kernel": run["label"], "plan": run["plan"],
                                 "accel": run["accel"], "machine": m, "cells_ok": len(ok),
                                 "cells_failed": len(errors),
@@ -844,12 +953,14 @@ def main():
             main_mc.update(mc_points(run["mc"]))
             rr_tables(run, rr_cells(run["rr"]), lines, summary)
             mc_tables(run, mc_points(run["mc"]), lines, summary)
+            collapse_lines(run, rr_cells(run["collapse"]), lines, summary)
     rr_ratio_lines(summary, lines)
     baseline = baseline_of(runs)
     baseline_lines(runs, baseline, lines, summary)
     summary["goals"] = goals(main_rr, main_mc, baseline)
     head = ["# napi-series benchmarks", ""]
     goal_lines(summary["goals"], head)
+    collapse_head(summary["collapse"], head)
     lines = head + ["", "## Runs", ""] + lines
     summary["plots"] = plots(top, main_rr, main_mc)
     with open(os.path.join(top, "bench.md"), "w") as f:

@@ -324,12 +324,13 @@ class Modes:
             self.ynl.call(self.pair.netns[NS_SUT], "napi-set", "do", body)
 
     def apply(self, defer=0, gro=0, busy_read=0, busy_poll=0, threaded="disabled",
-              irq_suspend=0):
+              irq_suspend=0, kthread_fifo=True):
         """Device-wide defer/gro through sysfs (works on the base kernel
         too), threaded mode and irq-suspend-timeout per NAPI via napi-set;
         only what differs from the previous mode is written (the YNL CLI
-        takes seconds under TCG). Returns the PIDs of busy-poll kthreads,
-        pinned to CPU_NAPI and SCHED_FIFO as in the seed's set-up."""
+        takes seconds under TCG). Returns the PIDs of the NAPI kthreads,
+        pinned to CPU_NAPI and, unless KTHREAD_FIFO is false, SCHED_FIFO
+        as in the seed's set-up."""
         want = {"busy_read": busy_read, "busy_poll": busy_poll, "defer": defer, "gro": gro,
                 "threaded": threaded, "irq_suspend": irq_suspend}
         changed = {k: v for k, v in want.items() if self.state.get(k) != v}
@@ -351,12 +352,15 @@ class Modes:
             self.sysfs("threaded", {"disabled": 0, "enabled": 1, "busy-poll": 2}[threaded])
         self.state = want
         pids = []
-        if threaded == "busy-poll":
+        if threaded != "disabled":
             napis = self.ynl.napis(self.pair.netns[NS_SUT], self.ifindex)
             pids = [n["pid"] for n in napis if "pid" in n]
             for pid in pids:
                 sh("taskset", "-pc", CPU_NAPI, str(pid))
-                sh("chrt", "-f", "-p", "50", str(pid))
+                if kthread_fifo:
+                    sh("chrt", "-f", "-p", "50", str(pid))
+                else:
+                    sh("chrt", "-o", "-p", "0", str(pid))
         self.pin_irqs(CPU_NAPI)
         return pids
 
@@ -392,6 +396,39 @@ def each_pair(bench, devices, ynl, out):
             if modes:
                 modes.reset()
             pair.teardown()
+
+
+class Occupancy:
+    """Context manager: the CPU occupancy of a mode without its code.
+    SPINNERS are (policy, cpus) pairs, policy "fifo" (SCHED_FIFO 50, as
+    the busy-poll kthread) or "other"; RT_RUNTIME_US, if set, is written
+    to kernel.sched_rt_runtime_us for the duration (the guest runs with
+    RT throttling off, -1, as the seed's host set-up)."""
+
+    RT_RUNTIME = "/proc/sys/kernel/sched_rt_runtime_us"
+
+    def __init__(self, spinners=(), rt_runtime_us=None):
+        self.spinners, self.rt_runtime_us = spinners, rt_runtime_us
+        self.procs, self.saved_rt = [], None
+
+    def __enter__(self):
+        if self.rt_runtime_us is not None:
+            with open(self.RT_RUNTIME) as f:
+                self.saved_rt = f.read().strip()
+            write(self.RT_RUNTIME, self.rt_runtime_us)
+        for policy, cpus in self.spinners:
+            sched = ["chrt", "-f", "50"] if policy == "fifo" else ["chrt", "-o", "0"]
+            self.procs.append(subprocess.Popen(
+                sched + ["taskset", "-c", cpus, "sh", "-c", "while :; do :; done"]))
+        return self
+
+    def __exit__(self, *exc):
+        for proc in self.procs:
+            proc.kill()
+            proc.wait()
+        if self.saved_rt is not None:
+            write(self.RT_RUNTIME, self.saved_rt)
+        return False
 
 
 def stop_process(proc, timeout=10):

@@ -1,7 +1,11 @@
 #!/bin/bash
 # Runs inside the VM (or on a real machine, see README.md): the latency
 # grid and the memcached sweep, results as JSON lines in OUT.
-# usage: guest-bench.sh OUT SRC PLAN   (PLAN: full, smoke or baseline)
+# usage: guest-bench.sh OUT SRC PLAN
+#   PLAN: full (grid, collapse experiment, memcached sweep), smoke,
+#   baseline (interrupt mode only), collapse (the threaded busy-poll
+#   collapse experiment only) or busy (epoll and io_uring modes on virtio
+#   at rising rates, up to a busy server)
 # BENCH_RR_ARGS / BENCH_MC_ARGS append options to rr_grid.py / mc_sweep.py.
 set -eu
 out=$1 src=$2 plan=$3
@@ -19,6 +23,9 @@ print(json.dumps(benchlib.machine_info()))' "$here" >"$out/machine.json"
 rr=(--out "$out" --src "$src" --napi-rr "$here/rr/napi_rr")
 mc=(--out "$out" --src "$src" --mc-load "$here/memcached/mc_load"
     --preload "$here/memcached/libepoll_busy_poll.so")
+# The threaded busy-poll collapse experiment (rr_grid.py --collapse).
+collapse=(--collapse --transports "${BENCH_COLLAPSE_TRANSPORTS:-udp xdp}" --reps 3
+	  --rate-scale 0.05 --duration 2 --warmup 0.3)
 case $plan in
 full)
 	# Sized for about an hour under TCG: 2 s cells, 3 repetitions.
@@ -29,17 +36,42 @@ smoke)
 	# One short cell per mode / variant: keeps the benchmark working.
 	rr+=(--devices netdevsim --workloads 1 --rate-scale 0.05 --reps 1 --duration 1 --warmup 0.2)
 	mc+=(--devices netdevsim --loads 500 --reps 1 --duration 1 --warmup 0.2)
+	collapse=(--collapse --devices netdevsim --transports udp --reps 1 --rate-scale 0.05
+		  --duration 1 --warmup 0.2)
 	;;
+collapse) ;;
 baseline)
 	# Cost when off: the interrupt-mode cells only, run on both kernels.
 	rr+=(--modes interrupts --rate-scale "${BENCH_RATE_SCALE:-0.05}" --duration 2 --warmup 0.3)
 	;;
+busy)
+	# The 125 kpps seed workload, scaled from light to what saturates
+	# the server under TCG; epoll and io_uring side by side.
+	rr+=(--devices virtio --transports udp --workload-indexes 1 --duration 2 --warmup 0.3
+	     --modes "interrupts epoll-prefer epoll-suspend uring-prefer uring-suspend")
+	;;
 *) echo "unknown plan $plan" >&2; exit 2 ;;
 esac
 rc=0
-# shellcheck disable=SC2086
-"$py" "$here/rr_grid.py" "${rr[@]}" ${BENCH_RR_ARGS:-} || rc=1
-if [ "$plan" != baseline ]; then
+case $plan in
+collapse)
+	"$py" "$here/rr_grid.py" "${rr[@]}" "${collapse[@]}" || rc=1
+	;;
+busy)
+	for scale in ${BENCH_BUSY_SCALES:-0.05 0.2 0.5}; do
+		# shellcheck disable=SC2086
+		"$py" "$here/rr_grid.py" "${rr[@]}" --rate-scale "$scale" ${BENCH_RR_ARGS:-} || rc=1
+	done
+	;;
+*)
+	# shellcheck disable=SC2086
+	"$py" "$here/rr_grid.py" "${rr[@]}" ${BENCH_RR_ARGS:-} || rc=1
+	;;
+esac
+if [ "$plan" = full ] || [ "$plan" = smoke ]; then
+	"$py" "$here/rr_grid.py" "${rr[@]}" "${collapse[@]}" || rc=1
+fi
+if [ "$plan" = full ] || [ "$plan" = smoke ]; then
 	# shellcheck disable=SC2086
 	"$py" "$here/mc_sweep.py" "${mc[@]}" ${BENCH_MC_ARGS:-} || rc=1
 fi

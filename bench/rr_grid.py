@@ -40,7 +40,34 @@ MODES = {
     "uring-suspend": (dict(defer=100, gro=15000, irq_suspend=20000000),
                       ["--poll", "uring", "--busy-poll-usecs", "0"]),
 }
-PATCHED_ONLY = {"threaded-busy", "epoll-suspend", "uring-suspend"}
+GRID_MODES = list(MODES)
+
+# The threaded busy-poll collapse experiment (bench.md's verdict): the
+# mode against controls that each remove one suspect. "interrupts" with
+# the CPU occupancy of threaded-busy but no series code (a SCHED_FIFO
+# spinner where the kthread runs, a SCHED_OTHER one where the "none"
+# receiver spins); threaded-busy with a blocking receiver; with the
+# kthread SCHED_OTHER and RT throttling back on; plain threaded NAPI.
+MODES.update({
+    "interrupts+spinners": (dict(defer=0, gro=15000), ["--poll", "block"]),
+    "threaded-busy+block": (dict(defer=100, gro=15000, threaded="busy-poll"),
+                            ["--poll", "block"]),
+    "threaded-busy+other": (dict(defer=100, gro=15000, threaded="busy-poll",
+                                 kthread_fifo=False), ["--poll", "none"]),
+    "threaded": (dict(defer=100, gro=15000, threaded="enabled"), ["--poll", "none"]),
+})
+OCCUPANCY = {
+    "interrupts+spinners": dict(spinners=[("fifo", bl.CPU_NAPI), ("other", bl.CPU_APP)]),
+    # The kernel's default: 950 ms of every second for RT tasks.
+    "threaded-busy+other": dict(rt_runtime_us=950000),
+}
+COLLAPSE_MODES = ["interrupts", "interrupts+spinners", "threaded-busy", "threaded-busy+block",
+                  "threaded-busy+other", "threaded"]
+# The seed workloads where threaded-busy collapsed: 1250 pps + 38 us and
+# 6250 pps + 6 us at rate scale 0.05.
+COLLAPSE_WORKLOADS = [2, 1]
+PATCHED_ONLY = {"threaded-busy", "epoll-suspend", "uring-suspend", "threaded-busy+block",
+                "threaded-busy+other"}
 # io_uring polls sockets: AF_XDP has its own rings.
 UDP_ONLY = {"uring-prefer", "uring-suspend"}
 PORT = 54321
@@ -95,22 +122,25 @@ def run_cell(args, pair, modes, mode, transport, workload, rep, out):
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     cell = {"bench": "rr", "device": pair.kind, "transport": transport, "mode": mode,
             "workload": workload, "seed_rate": WORKLOADS[workload][0], "rate": rate,
-            "delay_us": delay, "rep": rep, "kthread_pids": pids}
+            "delay_us": delay, "rep": rep, "kthread_pids": pids,
+            "occupancy": OCCUPANCY.get(mode),
+            "experiment": "collapse" if args.collapse else "grid"}
     loss_before = None
     try:
         wait_ready(server)
         result = os.path.join(args.out, "cell.json")
         modes.probes.reset()
         loss_before = bl.loss_snapshot(pair)
-        run = bl.run_windowed(
-            pair.wrap(bl.NS_SUT, [
-                "taskset", "-c", bl.CPU_APP, args.napi_rr, "client",
-                "--transport", transport, "--ifname", pair.ifname[bl.NS_SUT],
-                "--src", pair.addr[bl.NS_SUT], "--dst", pair.addr[bl.NS_PEER],
-                "--port", str(PORT), "--peer-mac", pair.mac(bl.NS_PEER),
-                "--rate", str(rate), "--delay", str(delay), "--duration", str(args.duration),
-                "--warmup", str(args.warmup), "--json", result] + poll + xdp_opts),
-            pair.irq_names, timeout=args.duration * 10 + 60)
+        with bl.Occupancy(**OCCUPANCY.get(mode, {})):
+            run = bl.run_windowed(
+                pair.wrap(bl.NS_SUT, [
+                    "taskset", "-c", bl.CPU_APP, args.napi_rr, "client",
+                    "--transport", transport, "--ifname", pair.ifname[bl.NS_SUT],
+                    "--src", pair.addr[bl.NS_SUT], "--dst", pair.addr[bl.NS_PEER],
+                    "--port", str(PORT), "--peer-mac", pair.mac(bl.NS_PEER),
+                    "--rate", str(rate), "--delay", str(delay), "--duration", str(args.duration),
+                    "--warmup", str(args.warmup), "--json", result] + poll + xdp_opts),
+                pair.irq_names, timeout=args.duration * 10 + 60)
         if run["rc"] != 0:
             raise RuntimeError(f"client {bl.exit_text(run['rc'])}: {run['stderr'].strip()}")
         with open(result) as f:
@@ -144,14 +174,27 @@ def main():
     parser.add_argument("--napi-rr", required=True)
     parser.add_argument("--devices", default="netdevsim virtio")
     parser.add_argument("--transports", default="xdp udp")
-    parser.add_argument("--modes", default=" ".join(MODES))
+    parser.add_argument("--modes", default=" ".join(GRID_MODES))
     parser.add_argument("--workloads", type=int, default=len(WORKLOADS),
                         help="use the first N workloads")
+    parser.add_argument("--workload-indexes", default=None,
+                        help="use these workloads (indexes into WORKLOADS), in this order")
+    parser.add_argument("--collapse", action="store_true",
+                        help="the threaded busy-poll collapse experiment: its modes "
+                        "and workloads (overrides --modes and --workloads)")
     parser.add_argument("--rate-scale", type=float, default=1.0)
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--duration", type=float, default=3.0)
     parser.add_argument("--warmup", type=float, default=0.5)
     args = parser.parse_args()
+    workloads = list(range(min(args.workloads, len(WORKLOADS))))
+    if args.workload_indexes:
+        workloads = [int(w) for w in args.workload_indexes.split()]
+    if args.collapse:
+        args.modes, workloads = " ".join(COLLAPSE_MODES), COLLAPSE_WORKLOADS
+    for mode in args.modes.split():
+        if mode not in MODES:
+            parser.error(f"unknown mode {mode}")
 
     os.makedirs(args.out, exist_ok=True)
     # The set-up as YNL CLI commands, to replay by hand.
@@ -161,7 +204,7 @@ def main():
         for pair, modes in bl.each_pair("rr", args.devices.split(), ynl, out):
             wanted = [m for m in args.modes.split() if modes.has_napi_set or m not in PATCHED_ONLY]
             for rep in range(args.reps):
-                for workload in range(min(args.workloads, len(WORKLOADS))):
+                for workload in workloads:
                     for transport in args.transports.split():
                         for mode in bl.rotated(wanted, rep):
                             if transport != "udp" and mode in UDP_ONLY:

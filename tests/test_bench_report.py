@@ -301,3 +301,49 @@ def test_goal_features_off_within_two_percent(patched_irqs, status):
     lossy = bench_report.rr_cells([rr_cell("interrupts", 100, device="virtio", lost=50)])
     row = bench_report.goal_off("virtio", bench_report.baseline_rows(lossy, patched))
     assert row["status"] == "not measured" and "lost 50.0%" in row["figures"]
+
+
+def collapse_cells(collapsing, transport="udp"):
+    """One collapse-experiment repetition per mode; the modes in
+    COLLAPSING lose 40 % of their requests."""
+    cells = []
+    for mode in bench_report.COLLAPSE_CONTROLS:
+        cell = rr_cell(mode, 500, transport=transport,
+                       lost=40 if mode in collapsing else 0)
+        cell["experiment"] = "collapse"
+        cells.append(cell)
+    return cells
+
+
+@pytest.mark.parametrize("collapsing, verdict", [
+    ((), "not reproduced"),
+    (("threaded-busy", "interrupts"), "no verdict"),
+    (("threaded-busy", "interrupts+spinners", "threaded-busy+block", "threaded-busy+other"),
+     "emulation artefact"),
+    (("threaded-busy", "threaded-busy+other"), "harness choice"),
+    (("threaded-busy", "threaded-busy+block", "threaded-busy+other", "threaded"),
+     "kernel bug (threaded NAPI)"),
+    (("threaded-busy", "threaded-busy+block", "threaded-busy+other"), "kernel bug"),
+])
+def test_collapse_verdict_names_the_first_control_that_changes_the_outcome(collapsing, verdict):
+    agg = bench_report.rr_cells(collapse_cells(collapsing))
+    assert bench_report.collapse_verdict(agg, "netdevsim", "udp")[0] == verdict
+
+
+def test_collapse_cells_get_their_own_section(tmp_path):
+    top = str(tmp_path)
+    grid = [rr_cell(m, 100) for m in ("interrupts", "threaded-busy")]
+    write_run(top, "run1-patched-full", "patched",
+              rr=grid + collapse_cells(("threaded-busy", "threaded-busy+other")))
+    rc, summary, md = report(top)
+    assert rc == 0
+    assert [(v["device"], v["verdict"]) for v in summary["collapse"]] == \
+        [("netdevsim", "harness choice")]
+    # The grid's tables do not grow the controls' columns.
+    grid_table = md.split("### Threaded busy-poll collapse experiment")[0]
+    assert "interrupts+spinners" not in grid_table.split("## Runs")[1]
+    assert "| 600+0us | threaded-busy | n=1/1 |" in md
+    # A zero-reply repetition collapsed, and is not a verdict-free gap.
+    dead = rr_cell("threaded-busy", 500, lost=100)
+    assert bench_report.collapsed(bench_report.rr_cells([dead])[
+        ("netdevsim", "udp", 600, 0, "threaded-busy")])

@@ -4,7 +4,8 @@
 # memcached sweep, and write the tables, JSON and plots to
 # build/results/bench.
 # usage: bench.sh [PLAN [OBJ]]
-#   PLAN  full (default), or smoke: one short cell per mode (CI)
+#   PLAN  full (default), smoke (one short cell per mode, for CI),
+#         collapse or busy (single experiments, see bench/guest-bench.sh)
 #   OBJ   the O= directory of a kernel already built from SRC: boot that
 #         one, no deps, apply or build (how 'make test' runs the smoke plan)
 #   BASELINE=1  also build the unpatched base with the same config and run
