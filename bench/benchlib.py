@@ -214,33 +214,41 @@ class VirtioPair(Pair):
     hub, with real (emulated) MSI-X interrupts."""
 
     kind = "virtio"
+    driver = "virtio_net"
+    how = "boot the VM with --network loop"
 
-    @staticmethod
-    def virtio_nics():
-        """The virtio-net devices in init_net, ordered by MAC address."""
+    @classmethod
+    def nics_of_driver(cls):
+        """The devices of our driver in init_net, ordered by MAC address."""
         udev_settle()
         nics = []
         for dev in os.listdir("/sys/class/net"):
             driver = f"/sys/class/net/{dev}/device/driver"
-            if os.path.exists(driver) and os.path.basename(os.readlink(driver)) == "virtio_net":
+            if os.path.exists(driver) and os.path.basename(os.readlink(driver)) == cls.driver:
                 with open(f"/sys/class/net/{dev}/address") as f:
                     nics.append((f.read().strip(), dev))
         return [dev for _, dev in sorted(nics)]
 
+    def sut_irq_names(self, dev):
+        virtio = os.path.basename(os.readlink(f"/sys/class/net/{dev}/device"))
+        return [f"{virtio}-input", f"{virtio}-output"]
+
     def setup(self):
-        nics = self.virtio_nics()
+        nics = self.nics_of_driver()
         if len(nics) < 2:
-            raise RuntimeError(f"need two virtio-net NICs, found {nics}: "
-                               "boot the VM with --network loop")
+            raise RuntimeError(f"need two {self.driver} NICs, found {nics}: {self.how}")
         self.nics = nics[:2]
         for dev, ns in zip(self.nics, (NS_SUT, NS_PEER)):
             if ns == NS_SUT:
-                virtio = os.path.basename(os.readlink(f"/sys/class/net/{dev}/device"))
-                self.irq_names = [f"{virtio}-input", f"{virtio}-output"]
+                self.irq_names = self.sut_irq_names(dev)
             sh("ip", "netns", "add", ns)
             sh("ip", "link", "set", "dev", dev, "netns", ns)
             self.ifname[ns] = dev
+            self.one_queue(ns, dev)
         self._address()
+
+    def one_queue(self, ns, dev):
+        """virtio-net NICs of vng have one queue pair already."""
 
     def teardown(self):
         # Hand the NICs back before deleting the namespaces: the implicit
@@ -251,6 +259,23 @@ class VirtioPair(Pair):
         super().teardown()
         busywait(lambda: all(os.path.exists(f"/sys/class/net/{d}") for d in self.nics),
                  10, "the virtio NICs back in init_net")
+
+
+class IgbPair(VirtioPair):
+    """Two igb NICs (QEMU's 82576, VM_IGB=1) on a hub of their own: a
+    real NIC driver masking and unmasking MSI-X vectors, one vector per
+    RX and per TX queue ("<dev>-rx-0", "<dev>-tx-0")."""
+
+    kind = "igb"
+    driver = "igb"
+    how = "boot the VM with VM_IGB=1 (QEMU 8.0+)"
+
+    def sut_irq_names(self, dev):
+        return [f"{dev}-rx-", f"{dev}-tx-", f"{dev}-TxRx-"]
+
+    def one_queue(self, ns, dev):
+        # One queue, so that the test flow and the measured vectors agree.
+        sh("ip", "netns", "exec", ns, "ethtool", "-L", dev, "combined", "1")
 
 
 class HostPair(Pair):
@@ -289,7 +314,7 @@ class HostPair(Pair):
         pass
 
 
-PAIRS = {"netdevsim": NsimPair, "virtio": VirtioPair, "host": HostPair}
+PAIRS = {"netdevsim": NsimPair, "virtio": VirtioPair, "igb": IgbPair, "host": HostPair}
 
 
 class Modes:

@@ -124,7 +124,7 @@ def main():
     parser.add_argument("--src", required=True, help="kernel tree with the YNL CLI and spec")
     parser.add_argument("--mc-load", required=True)
     parser.add_argument("--preload", required=True)
-    parser.add_argument("--devices", default="virtio netdevsim")
+    parser.add_argument("--devices", default="virtio igb netdevsim")
     parser.add_argument("--x", default="20", help="gro_flush_timeout values (us) for deferX/suspendX")
     parser.add_argument("--variants", default=None, help="subset of variant names")
     parser.add_argument("--loads", default="200 400 800 1600 0",

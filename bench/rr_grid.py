@@ -172,7 +172,7 @@ def main():
     parser.add_argument("--out", required=True)
     parser.add_argument("--src", required=True, help="kernel tree with the YNL CLI and spec")
     parser.add_argument("--napi-rr", required=True)
-    parser.add_argument("--devices", default="netdevsim virtio")
+    parser.add_argument("--devices", default="netdevsim virtio igb")
     parser.add_argument("--transports", default="xdp udp")
     parser.add_argument("--modes", default=" ".join(GRID_MODES))
     parser.add_argument("--workloads", type=int, default=len(WORKLOADS),

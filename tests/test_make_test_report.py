@@ -7,17 +7,16 @@ WB = os.path.join(os.path.dirname(__file__), "..", "workbench")
 FIX = os.path.join(os.path.dirname(__file__), "fixtures")
 
 
-def make_run(tmp_path, finished, died_in=None, console=""):
+def make_run(tmp_path, finished, died_in=None, console="", plan="net:a.py 10\nnet:b.py 10\n"):
     vm = tmp_path / "vm" / "tests"
     vm.mkdir(parents=True)
     lines = []
     for name, tapfile, dmesg in finished:
-        (vm / (name.replace(":", "_") + ".tap")).write_text(
-            open(os.path.join(FIX, tapfile)).read())
-        (vm / (name.replace(":", "_") + ".dmesg")).write_text(
-            open(os.path.join(FIX, dmesg)).read())
+        base = name.replace(":", "_").replace("/", "_").replace("@", "_")
+        (vm / (base + ".tap")).write_text(open(os.path.join(FIX, tapfile)).read())
+        (vm / (base + ".dmesg")).write_text(open(os.path.join(FIX, dmesg)).read())
         lines.append(json.dumps({"test": name, "rc": 0, "seconds": 1.0, "timeout": 10}))
-    (tmp_path / "vm" / "plan").write_text("net:a.py 10\nnet:b.py 10\n")
+    (tmp_path / "vm" / "plan").write_text(plan)
     (tmp_path / "vm" / "guest-results.jsonl").write_text("\n".join(lines) + "\n")
     if died_in:
         (tmp_path / "vm" / "current-test").write_text(died_in + "\n")
@@ -81,3 +80,12 @@ def test_xfail_is_counted_apart_and_not_as_passed(tmp_path):
     assert lines[0] == "Base: Debian linux-source-6.12 6.12.117-1~deb12u1"
     assert lines[-2] == "1 expected failures (XFAIL, not counted as passed): net:a.py"
     assert lines[-1] == "0 passed, 0 failed, 0 skipped"
+
+
+def test_a_test_on_a_real_nic_is_its_own_entry(tmp_path):
+    proc, res = make_run(tmp_path, [("drivers/net:a.py", "skip.tap", "clean.dmesg"),
+                                    ("drivers/net:a.py@igb", "skip.tap", "warn.dmesg")],
+                         plan="drivers/net:a.py 10\ndrivers/net:a.py 10 igb\n")
+    assert res["drivers/net:a.py"]["status"] == "skip"
+    assert res["drivers/net:a.py@igb"]["status"] == "fail"
+    assert proc.stdout.splitlines()[-1] == "0 passed, 1 failed, 1 skipped"

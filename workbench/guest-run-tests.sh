@@ -18,61 +18,94 @@ uname -r >"$out/guest-kernel"
 
 # nic_config NIC: point the drivers/net tests (NetDrvEnv reads NETIF from
 # the environment) at a real NIC of the VM: "virtio" is the first
-# virtio-net NIC of 'vng --network loop' by MAC address; anything else
-# leaves them on netdevsim. (The shared ksft tree is read-only here, so
-# no net.config.)
+# virtio-net NIC of 'vng --network loop' by MAC address, "igb" the first
+# igb NIC (VM_IGB=1); anything else leaves them on netdevsim. (The shared
+# ksft tree is read-only here, so no net.config.)
 nic_config() {
-	unset NETIF
-	[ "$1" = virtio ] || return 0
+	unset NETIF LOCAL_V4 REMOTE_V4 REMOTE_TYPE REMOTE_ARGS
+	case $1 in
+	virtio) driver=virtio_net ;;
+	igb) driver=igb ;;
+	*) return 0 ;;
+	esac
 	udevadm settle 2>/dev/null
-	NETIF=$(virtio_nics | awk 'NR == 1 {print $2}')
+	NETIF=$(nics_of "$driver" | awk 'NR == 1 {print $2}')
 	export NETIF
-	park_virtio_peers
+	park_peers "$driver"
+	[ "$1" = igb ] && [ -n "$NETIF" ] && igb_endpoint
 }
 
-# virtio_nics: "MAC NAME" of each virtio-net NIC here, sorted by MAC.
-virtio_nics() {
+# igb_endpoint: the second igb, parked in igb-peers, is the remote end
+# of NetDrvEpEnv tests (drivers/net/README.rst's netns remote), on a
+# prefix of its own (netdevsim tests use 192.0.2.0/24).
+igb_endpoint() {
+	local peer
+	peer=$(ip -n igb-peers -o link show | awk -F': ' '$2 != "lo" {print $2; exit}')
+	[ -n "$peer" ] || return 0
+	ip -n igb-peers addr replace 198.51.100.2/24 dev "$peer"
+	ip -n igb-peers link set dev lo up
+	ip addr replace 198.51.100.1/24 dev "$NETIF"
+	ip link set dev "$NETIF" up
+	export LOCAL_V4=198.51.100.1 REMOTE_V4=198.51.100.2 REMOTE_TYPE=netns REMOTE_ARGS=igb-peers
+	# igb negotiates its (emulated) link before it passes traffic.
+	for _ in $(seq 100); do
+		ping -c1 -W1 "$REMOTE_V4" >/dev/null 2>&1 && return 0
+	done
+	echo "guest: igb pair does not pass traffic" >&2
+}
+
+# nics_of DRIVER: "MAC NAME" of each NIC of DRIVER here, sorted by MAC.
+nics_of() {
 	local d
 	for d in /sys/class/net/*; do
-		[ "$(basename "$(readlink "$d/device/driver" 2>/dev/null)")" = virtio_net ] &&
+		[ "$(basename "$(readlink "$d/device/driver" 2>/dev/null)")" = "$1" ] &&
 			echo "$(cat "$d/address") $(basename "$d")"
 	done | sort
 }
 
-# The other virtio-net NICs share the first one's QEMU hub, which holds
+# The other NICs of DRIVER share the first one's QEMU hub, which holds
 # a frame until every other port can take it: a NIC that is down posts
 # no RX buffers, and the TX queue of the one sending times out. So they
 # go up, in a netns of their own (no second route to the tests'
 # subnets), and silent (no IPv6, no IPv4 address): they only drop what
 # they receive.
-park_virtio_peers() {
-	local mac nic
-	ip netns add virtio-peers 2>/dev/null || return 0
-	virtio_nics | while read -r mac nic; do
+park_peers() {
+	local mac nic netns=$1-peers
+	ip netns add "$netns" 2>/dev/null || return 0
+	nics_of "$1" | while read -r mac nic; do
 		[ "$nic" != "$NETIF" ] &&
-			ip link set dev "$nic" netns virtio-peers &&
-			ip netns exec virtio-peers sysctl -qw "net.ipv6.conf.$nic.disable_ipv6=1" &&
-			ip -n virtio-peers link set dev "$nic" up
+			ip link set dev "$nic" netns "$netns" &&
+			ip netns exec "$netns" sysctl -qw "net.ipv6.conf.$nic.disable_ipv6=1" &&
+			ip -n "$netns" link set dev "$nic" up
 	done
 }
 
 while read -r test limit nic; do
 	nic_config "${nic:-netdevsim}"
-	name=${test//[:\/]/_}
-	echo "$test" >"$out/current-test"
+	# A test run on a real NIC is its own entry: TEST@NIC.
+	id=$test${nic:+@$nic}
+	name=${id//[:\/@]/_}
+	echo "$id" >"$out/current-test"
 	# Appended to: the kselftest runner reopens /dev/stdout for the
 	# nested output, which must not overwrite ours.
 	: >"$out/tests/$name.tap"
 	dmesg -C
 	start=$(date +%s.%N)
-	(cd "$ksft" && timeout -k 10 $((limit + 30)) ./run_kselftest.sh -o "$limit" -t "$test") \
-		>>"$out/tests/$name.tap" 2>&1
-	rc=$?
+	if [ "${nic:-netdevsim}" != netdevsim ] && [ -z "${NETIF:-}" ]; then
+		# Loud, not silent: the host's QEMU could not give us this NIC.
+		printf 'TAP version 13\n1..1\nok 1 %s # SKIP no %s NIC in this VM%s\n' "$test" "$nic" \
+			"${SKIP_WHY:+ ($SKIP_WHY)}" >>"$out/tests/$name.tap"
+		rc=4
+	else
+		(cd "$ksft" && timeout -k 10 $((limit + 30)) ./run_kselftest.sh -o "$limit" -t "$test") \
+			>>"$out/tests/$name.tap" 2>&1
+		rc=$?
+	fi
 	end=$(date +%s.%N)
 	dmesg >"$out/tests/$name.dmesg"
 	printf '{"test": "%s", "rc": %d, "seconds": %.1f, "timeout": %d}\n' \
-		"$test" "$rc" "$(echo "$end - $start" | bc)" "$limit" >>"$out/guest-results.jsonl"
-	echo "guest: $test rc=$rc"
+		"$id" "$rc" "$(echo "$end - $start" | bc)" "$limit" >>"$out/guest-results.jsonl"
+	echo "guest: $id rc=$rc"
 done <"$out/plan"
 rm -f "$out/current-test"
 echo "done" >"$out/guest-finished"

@@ -33,6 +33,11 @@ export GIT_COMMITTER_NAME="$GIT_AUTHOR_NAME" GIT_COMMITTER_EMAIL="$GIT_AUTHOR_EM
 log() { printf '==> %s\n' "$*" >&2; }
 die() { printf 'ERROR: %s\n' "$*" >&2; exit 1; }
 
+# qemu_has_igb: whether this QEMU emulates the 82576 (igb, QEMU 8.0+).
+qemu_has_igb() {
+	qemu-system-x86_64 -device help 2>/dev/null | grep -q '^name "igb"'
+}
+
 make_cc() {
 	if command -v ccache >/dev/null; then echo "ccache gcc"; else echo gcc; fi
 }

@@ -94,7 +94,9 @@ def most_telling(splats):
 def vm_results(vmdir, tree=None, known=None):
     """Results of the tests in VMDIR/plan (written by test.sh, run by
     guest-run-tests.sh): one line per test, its name and time limit."""
-    tests = [name for name, _ in read_entries(os.path.join(vmdir, "plan"), 2)]
+    # A test run on a real NIC (third field) is its own entry, TEST@NIC.
+    tests = [e[0] + (f"@{e[2]}" if len(e) > 2 else "")
+             for e in read_entries(os.path.join(vmdir, "plan"), 3)]
     guest = load_jsonl(os.path.join(vmdir, "guest-results.jsonl"))
     current = os.path.join(vmdir, "current-test")
     died_in = read(current).strip() if os.path.exists(current) else None
@@ -105,7 +107,7 @@ def vm_results(vmdir, tree=None, known=None):
         if os.path.exists(os.path.join(vmdir, "accel")) else "unknown"
     results = []
     for name in tests:
-        base = os.path.join(vmdir, "tests", name.replace(":", "_").replace("/", "_"))
+        base = os.path.join(vmdir, "tests", re.sub(r"[:/@]", "_", name))
         res = {"name": name, "kind": "selftest", "status": "fail", "reason": None,
                "cases": [], "splats": [], "seconds": None}
         results.append(res)

@@ -19,6 +19,13 @@ args=(--run "$kernel" --cpus "${VM_CPUS:-2}" --memory "${VM_MEMORY:-2G}"
       --exec "$command")
 # VM_NETWORK=loop adds two virtio-net NICs (eth0, eth1) on one QEMU hub.
 [ -n "${VM_NETWORK:-}" ] && args+=(--network "$VM_NETWORK" --no-dhcp)
+# VM_IGB=1 adds two igb NICs (82576: MSI-X, a vector per RX and per TX
+# queue) on a hub of their own. Explicit PCI slots: each igb reserves
+# the slots 16 above its own for its SR-IOV VFs.
+if [ -n "${VM_IGB:-}" ] && [ "$VM_IGB" != 0 ]; then
+	qemu_has_igb || die "VM_IGB: $(qemu-system-x86_64 --version | head -1) has no igb"
+	args+=("--qemu-opts=-netdev hubport,id=igb0,hubid=7 -device igb,netdev=igb0,addr=0xa,mac=52:54:00:1b:00:0a -netdev hubport,id=igb1,hubid=7 -device igb,netdev=igb1,addr=0xc,mac=52:54:00:1b:00:0c")
+fi
 tcg_thread=
 if [ "$accel" = tcg ]; then
 	tcg_thread=${VM_TCG_THREAD:-single}
