@@ -17,41 +17,48 @@ mountpoint -q /sys/kernel/tracing || mount -t tracefs none /sys/kernel/tracing
 uname -r >"$out/guest-kernel"
 
 # nic_config NIC: point the drivers/net tests (NetDrvEnv reads NETIF from
-# the environment) at a real NIC of the VM: "virtio" is the first
-# virtio-net NIC of 'vng --network loop' by MAC address, "igb" the first
-# igb NIC (VM_IGB=1); anything else leaves them on netdevsim. (The shared
-# ksft tree is read-only here, so no net.config.)
+# the environment, NetDrvEpEnv also the remote end) at a real NIC of the
+# VM: "virtio" is the first virtio-net NIC of 'vng --network loop' by MAC
+# address, "igb" the first igb NIC (VM_IGB=1), each with the next NIC of
+# its kind as the remote end in a netns; anything else leaves them on
+# netdevsim. (The shared ksft tree is read-only here, so no net.config.)
 nic_config() {
 	unset NETIF LOCAL_V4 REMOTE_V4 REMOTE_TYPE REMOTE_ARGS
 	case $1 in
-	virtio) driver=virtio_net ;;
-	igb) driver=igb ;;
+	virtio) driver=virtio_net prefix=198.51.100 ;;
+	igb) driver=igb prefix=203.0.113 ;;
 	*) return 0 ;;
 	esac
 	udevadm settle 2>/dev/null
 	NETIF=$(nics_of "$driver" | awk 'NR == 1 {print $2}')
 	export NETIF
 	park_peers "$driver"
-	[ "$1" = igb ] && [ -n "$NETIF" ] && igb_endpoint
+	[ -n "$NETIF" ] && endpoint "$driver" "$prefix"
 }
 
-# igb_endpoint: the second igb, parked in igb-peers, is the remote end
-# of NetDrvEpEnv tests (drivers/net/README.rst's netns remote), on a
-# prefix of its own (netdevsim tests use 192.0.2.0/24).
-igb_endpoint() {
-	local peer
-	peer=$(ip -n igb-peers -o link show | awk -F': ' '$2 != "lo" {print $2; exit}')
+# endpoint DRIVER PREFIX: the first parked NIC of DRIVER is the remote
+# end of NetDrvEpEnv tests (drivers/net/README.rst's netns remote), on a
+# /24 of its own per driver (netdevsim tests use 192.0.2.0/24).
+endpoint() {
+	local peer netns=$1-peers
+	peer=$(nics_in "$netns" | head -1)
 	[ -n "$peer" ] || return 0
-	ip -n igb-peers addr replace 198.51.100.2/24 dev "$peer"
-	ip -n igb-peers link set dev lo up
-	ip addr replace 198.51.100.1/24 dev "$NETIF"
+	ip -n "$netns" addr replace "$2.2/24" dev "$peer"
+	ip -n "$netns" link set dev lo up
+	ip addr replace "$2.1/24" dev "$NETIF"
 	ip link set dev "$NETIF" up
-	export LOCAL_V4=198.51.100.1 REMOTE_V4=198.51.100.2 REMOTE_TYPE=netns REMOTE_ARGS=igb-peers
-	# igb negotiates its (emulated) link before it passes traffic.
+	export LOCAL_V4=$2.1 REMOTE_V4=$2.2 REMOTE_TYPE=netns REMOTE_ARGS=$netns
+	# A NIC negotiates its (emulated) link before it passes traffic.
 	for _ in $(seq 100); do
 		ping -c1 -W1 "$REMOTE_V4" >/dev/null 2>&1 && return 0
 	done
-	echo "guest: igb pair does not pass traffic" >&2
+	echo "guest: $1 pair does not pass traffic" >&2
+}
+
+# nics_in NETNS: the NICs parked there, sorted by MAC.
+nics_in() {
+	ip netns exec "$1" sh -c 'for d in /sys/class/net/*/device; do
+		d=${d%/device}; echo "$(cat "$d/address") ${d##*/}"; done' | sort | awk '{print $2}'
 }
 
 # nics_of DRIVER: "MAC NAME" of each NIC of DRIVER here, sorted by MAC.
@@ -67,8 +74,8 @@ nics_of() {
 # a frame until every other port can take it: a NIC that is down posts
 # no RX buffers, and the TX queue of the one sending times out. So they
 # go up, in a netns of their own (no second route to the tests'
-# subnets), and silent (no IPv6, no IPv4 address): they only drop what
-# they receive.
+# subnets), and silent (no IPv6; only the remote end of endpoint() gets
+# an IPv4 address): the others only drop what they receive.
 park_peers() {
 	local mac nic netns=$1-peers
 	ip netns add "$netns" 2>/dev/null || return 0
