@@ -20,11 +20,19 @@ args=(--run "$kernel" --cpus "${VM_CPUS:-2}" --memory "${VM_MEMORY:-2G}"
 # VM_NETWORK=loop adds two virtio-net NICs (eth0, eth1) on one QEMU hub.
 [ -n "${VM_NETWORK:-}" ] && args+=(--network "$VM_NETWORK" --no-dhcp)
 # VM_IGB=1 adds two igb NICs (82576: MSI-X, a vector per RX and per TX
-# queue) on a hub of their own. Explicit PCI slots: each igb reserves
-# the slots 16 above its own for its SR-IOV VFs.
+# queue) on a hub of their own, each behind a PCIe root port of its own:
+# an igb reserves the two slots 16 above its own for its SR-IOV VFs,
+# which the root bus (vng's devices in slots 1 to 11, q35's LPC in 31)
+# cannot spare twice.
 if [ -n "${VM_IGB:-}" ] && [ "$VM_IGB" != 0 ]; then
 	qemu_has_igb || die "VM_IGB: $(qemu-system-x86_64 --version | head -1) has no igb"
-	args+=("--qemu-opts=-netdev hubport,id=igb0,hubid=7 -device igb,netdev=igb0,addr=0xa,mac=52:54:00:1b:00:0a -netdev hubport,id=igb1,hubid=7 -device igb,netdev=igb1,addr=0xc,mac=52:54:00:1b:00:0c")
+	igb=
+	for i in 0 1; do
+		igb+=" -device pcie-root-port,id=igbport$i,chassis=$((70 + i)),addr=$(printf 0x%x $((12 + i)))"
+		igb+=" -netdev hubport,id=igb$i,hubid=7"
+		igb+=" -device igb,bus=igbport$i,netdev=igb$i,mac=52:54:00:1b:00:0$i"
+	done
+	args+=("--qemu-opts=${igb# }")
 fi
 tcg_thread=
 if [ "$accel" = tcg ]; then
