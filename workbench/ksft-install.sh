@@ -15,7 +15,9 @@ mkdir -p "$dest"
 # C helpers include the uapi of the patched tree (new netdev attributes).
 hdrs=$CACHE/obj-headers
 make -s -C "$src" O="$hdrs" headers >/dev/null 2>&1 || die "make headers failed in $src"
-tests=$(list_entries "$TOP/workbench/selftests.list" | awk '{print $1}')
+# Once each: a test listed for several NICs is one kselftest, and
+# run_kselftest.sh -t would run it once per line.
+tests=$(list_entries "$TOP/workbench/selftests.list" | awk '!seen[$1]++ {print $1}')
 collections=$(echo "$tests" | cut -d: -f1 | sort -u)
 # lib.mk never rebuilds libynl.a once it exists: start from scratch so
 # the YNL code is generated from the tree's current specs.
