@@ -62,7 +62,7 @@ collapse)
 	"$py" "$here/rr_grid.py" "${rr[@]}" "${collapse[@]}" || rc=1
 	;;
 busy)
-	for scale in ${BENCH_BUSY_SCALES:-0.05 0.2 0.5}; do
+	for scale in ${BENCH_BUSY_SCALES:-0.01 0.02 0.05}; do
 		# shellcheck disable=SC2086
 		"$py" "$here/rr_grid.py" "${rr[@]}" --rate-scale "$scale" ${BENCH_RR_ARGS:-} || rc=1
 	done
