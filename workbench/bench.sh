@@ -39,11 +39,7 @@ guest_env=$( (env | grep -E '^BENCH_[A-Z_]+=' || true) | sed -E "s/^([^=]+)=(.*)
 
 # igb (QEMU 8.0+) is the benchmarks' real NIC driver; without it its
 # cells are recorded as skipped.
-if qemu_has_igb; then
-	export VM_IGB=1
-else
-	log "WARNING: $(qemu-system-x86_64 --version | head -1) cannot emulate igb: no igb cells"
-fi
+use_igb "no igb cells"
 rm -rf "$out"
 mkdir -p "$out"
 rc=0

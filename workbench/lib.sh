@@ -38,6 +38,18 @@ qemu_has_igb() {
 	qemu-system-x86_64 -device help 2>/dev/null | grep -q '^name "igb"'
 }
 
+# use_igb WHAT: export VM_IGB=1 if this QEMU emulates igb, else warn that
+# WHAT is left out and set IGB_WHY to why (for the skipped entries).
+use_igb() {
+	IGB_WHY=
+	if qemu_has_igb; then
+		export VM_IGB=1
+		return 0
+	fi
+	IGB_WHY="$(qemu-system-x86_64 --version | head -1) cannot emulate igb"
+	log "WARNING: $IGB_WHY: $1"
+}
+
 make_cc() {
 	if command -v ccache >/dev/null; then echo "ccache gcc"; else echo gcc; fi
 }

@@ -118,18 +118,11 @@ list_entries "$TOP/workbench/selftests.list" |
 # (QEMU 8.0+; deps.sh installs 10 from bookworm-backports). Without it
 # the igb tests SKIP, loudly, with the reason.
 grep -q ' virtio$' "$RESULTS/vm/plan" && export VM_NETWORK=loop
-skip_why=
-if grep -q ' igb$' "$RESULTS/vm/plan"; then
-	if qemu_has_igb; then
-		export VM_IGB=1
-	else
-		skip_why="$(qemu-system-x86_64 --version | head -1) cannot emulate igb"
-		log "WARNING: $skip_why: the igb tests SKIP"
-	fi
-fi
+IGB_WHY=
+grep -q ' igb$' "$RESULTS/vm/plan" && use_igb "the igb tests SKIP"
 total=$(awk '{s += $2} END {print s + 0}' "$RESULTS/vm/plan")
 VM_ACCEL=$accel "$TOP/workbench/vm.sh" "$OBJ/arch/x86/boot/bzImage" "$RESULTS/vm" $((total + 120)) \
-	"env KSFT_MACHINE_SLOW=$slow SKIP_WHY='$skip_why' $TOP/workbench/guest-run-tests.sh $TOP/build/ksft $RESULTS/vm" || true
+	"env KSFT_MACHINE_SLOW=$slow SKIP_WHY='$IGB_WHY' $TOP/workbench/guest-run-tests.sh $TOP/build/ksft $RESULTS/vm" || true
 
 # 'make package' on the kernel built above (no second build): metadata,
 # contents, and the packaged image booted for one short test
