@@ -34,8 +34,10 @@ log() { printf '==> %s\n' "$*" >&2; }
 die() { printf 'ERROR: %s\n' "$*" >&2; exit 1; }
 
 # qemu_has_igb: whether this QEMU emulates the 82576 (igb, QEMU 8.0+).
+# grep reads all of it: with -q it could stop early and, under pipefail,
+# QEMU's SIGPIPE would read as "no igb".
 qemu_has_igb() {
-	qemu-system-x86_64 -device help 2>/dev/null | grep -q '^name "igb"'
+	qemu-system-x86_64 -device help 2>/dev/null | grep '^name "igb"' >/dev/null
 }
 
 # use_igb WHAT: export VM_IGB=1 if this QEMU emulates igb, else warn that
