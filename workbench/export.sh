@@ -41,6 +41,7 @@ area_of() {
 	case "$1" in
 	selftests-*) echo "selftests" ;;
 	docs-*) echo "documentation" ;;
+	net-mlx*) echo "drivers" ;; # net/mlx5e: is a driver's prefix
 	net-* | netdev-genl-* | eventpoll-*) echo "core" ;;
 	*) echo "drivers" ;;
 	esac
