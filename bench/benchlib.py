@@ -317,6 +317,14 @@ class HostPair(Pair):
 PAIRS = {"netdevsim": NsimPair, "virtio": VirtioPair, "igb": IgbPair, "host": HostPair}
 
 
+def rx_napi_ids(queues, napis):
+    """IDs of the NAPIs that RX QUEUES (a queue-get dump) are linked to,
+    in NAPIS (a napi-get dump) order; all of NAPIS if none is linked."""
+    linked = {q["napi-id"] for q in queues if q.get("type") == "rx" and "napi-id" in q}
+    ids = [n["id"] for n in napis if n["id"] in linked]
+    return ids or [n["id"] for n in napis]
+
+
 class Modes:
     """NAPI set-up of the SUT device for a named mode (see MODES)."""
 
@@ -333,31 +341,46 @@ class Modes:
         write(f"/sys/class/net/{self.pair.ifname[NS_SUT]}/{attr}", value,
               ns=self.pair.netns[NS_SUT])
 
-    def napi_ids(self):
+    def napi_ids(self, every=False):
+        """The NAPIs the per-NAPI modes are set on: those that serve the
+        SUT's RX queues, or EVERY NAPI of the device (a control of the
+        collapse experiment). igb gives TX completions NAPIs of their
+        own; a busy-polling kthread on one of them would, at the same
+        SCHED_FIFO priority on the same CPU, never let the RX NAPI's
+        kthread run (a spinning FIFO task is only preempted by a higher
+        priority). Devices that do not link queues to NAPIs: all NAPIs."""
         # Stable: the benchmarks never change the queue count.
         if self._napi_ids is None:
-            napis = self.ynl.napis(self.pair.netns[NS_SUT], self.ifindex)
-            self._napi_ids = [n["id"] for n in napis]
-        return self._napi_ids
+            ns = self.pair.netns[NS_SUT]
+            napis = self.ynl.napis(ns, self.ifindex)
+            queues = self.ynl.call(ns, "queue-get", "dump", {"ifindex": self.ifindex}) or []
+            self._napi_ids = {True: [n["id"] for n in napis],
+                              False: rx_napi_ids(queues, napis)}
+        return self._napi_ids[every]
 
-    def napi_set(self, **attrs):
+    def has_other_napis(self):
+        """Whether the device has NAPIs besides those of its RX queues."""
+        return self.napi_ids(every=True) != self.napi_ids()
+
+    def napi_set(self, ids, **attrs):
         if not self.has_napi_set:
             raise RuntimeError("kernel has no napi-set (unpatched base?)")
-        for napi_id in self.napi_ids():
+        for napi_id in ids:
             body = {"id": napi_id}
             body.update({k.replace("_", "-"): v for k, v in attrs.items()})
             self.ynl.call(self.pair.netns[NS_SUT], "napi-set", "do", body)
 
     def apply(self, defer=0, gro=0, busy_read=0, busy_poll=0, threaded="disabled",
-              irq_suspend=0, kthread_fifo=True):
+              irq_suspend=0, kthread_fifo=True, all_napis=False):
         """Device-wide defer/gro through sysfs (works on the base kernel
-        too), threaded mode and irq-suspend-timeout per NAPI via napi-set;
+        too), threaded mode and irq-suspend-timeout per NAPI via napi-set,
+        on the RX queues' NAPIs (ALL_NAPIS: on every NAPI of the device);
         only what differs from the previous mode is written (the YNL CLI
         takes seconds under TCG). Returns the PIDs of the NAPI kthreads,
         pinned to CPU_NAPI and, unless KTHREAD_FIFO is false, SCHED_FIFO
         as in the seed's set-up."""
         want = {"busy_read": busy_read, "busy_poll": busy_poll, "defer": defer, "gro": gro,
-                "threaded": threaded, "irq_suspend": irq_suspend}
+                "threaded": threaded, "irq_suspend": irq_suspend, "all_napis": all_napis}
         changed = {k: v for k, v in want.items() if self.state.get(k) != v}
         for key in ("busy_read", "busy_poll"):
             if key in changed:
@@ -366,20 +389,26 @@ class Modes:
             self.sysfs("napi_defer_hard_irqs", defer)
         if "gro" in changed:
             self.sysfs("gro_flush_timeout", gro)
+        ids = self.napi_ids(every=all_napis) if self.has_napi_set else []
         napi_attrs = {}
-        if "threaded" in changed:
+        if "threaded" in changed or "all_napis" in changed:
             napi_attrs["threaded"] = threaded
-        if "irq_suspend" in changed and self.has_napi_set:
+        if "irq_suspend" in changed or "all_napis" in changed:
             napi_attrs["irq_suspend_timeout"] = irq_suspend
-        if napi_attrs and self.has_napi_set:
-            self.napi_set(**napi_attrs)
+        if self.has_napi_set:
+            # The NAPIs this mode leaves alone go back to the defaults.
+            if "all_napis" in changed and self.state:
+                others = [i for i in self.napi_ids(every=True) if i not in ids]
+                self.napi_set(others, threaded="disabled", irq_suspend_timeout=0)
+            if napi_attrs:
+                self.napi_set(ids, **napi_attrs)
         elif "threaded" in changed:
             self.sysfs("threaded", {"disabled": 0, "enabled": 1, "busy-poll": 2}[threaded])
         self.state = want
         pids = []
         if threaded != "disabled":
             napis = self.ynl.napis(self.pair.netns[NS_SUT], self.ifindex)
-            pids = [n["pid"] for n in napis if "pid" in n]
+            pids = [n["pid"] for n in napis if "pid" in n and n["id"] in self.napi_ids(all_napis)]
             for pid in pids:
                 sh("taskset", "-pc", CPU_NAPI, str(pid))
                 if kthread_fifo:

@@ -24,7 +24,8 @@ rr=(--out "$out" --src "$src" --napi-rr "$here/rr/napi_rr")
 mc=(--out "$out" --src "$src" --mc-load "$here/memcached/mc_load"
     --preload "$here/memcached/libepoll_busy_poll.so")
 # The threaded busy-poll collapse experiment (rr_grid.py --collapse).
-collapse=(--collapse --transports "${BENCH_COLLAPSE_TRANSPORTS:-udp xdp}" --reps 3
+collapse=(--collapse --devices "${BENCH_COLLAPSE_DEVICES:-netdevsim virtio igb}"
+	  --transports "${BENCH_COLLAPSE_TRANSPORTS:-udp xdp}" --reps "${BENCH_COLLAPSE_REPS:-3}"
 	  --rate-scale 0.05 --duration 2 --warmup 0.3)
 case $plan in
 full)

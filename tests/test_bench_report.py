@@ -317,6 +317,8 @@ def collapse_cells(collapsing, transport="udp"):
 
 @pytest.mark.parametrize("collapsing, verdict", [
     ((), "not reproduced"),
+    # igb: busy polling only on the RX NAPIs works, on every NAPI it does not.
+    (("threaded-busy+all",), "harness choice"),
     (("threaded-busy", "interrupts"), "no verdict"),
     (("threaded-busy", "interrupts+spinners", "threaded-busy+block", "threaded-busy+other"),
      "emulation artefact"),
@@ -347,3 +349,12 @@ def test_collapse_cells_get_their_own_section(tmp_path):
     dead = rr_cell("threaded-busy", 500, lost=100)
     assert bench_report.collapsed(bench_report.rr_cells([dead])[
         ("netdevsim", "udp", 600, 0, "threaded-busy")])
+
+
+def test_per_napi_modes_go_to_the_rx_queues_napis():
+    napis = [{"id": 8193, "ifindex": 3}, {"id": 8194, "ifindex": 3}, {"id": 8195, "ifindex": 3}]
+    # igb: RX and TX queue 0 on NAPIs of their own.
+    queues = [{"id": 0, "type": "rx", "napi-id": 8193}, {"id": 0, "type": "tx", "napi-id": 8194}]
+    assert benchlib.rx_napi_ids(queues, napis) == [8193]
+    # No queue linked to a NAPI: every NAPI of the device.
+    assert benchlib.rx_napi_ids([{"id": 0, "type": "rx"}], napis) == [8193, 8194, 8195]
