@@ -336,6 +336,7 @@ class Modes:
         self.probes = TraceProbes(pair.ifname[NS_SUT])
         self._napi_ids = None
         self.state = {}     # unknown at first: the first apply() writes all
+        self.pids = []      # the NAPI kthreads apply() last made SCHED_FIFO
 
     def sysfs(self, attr, value):
         write(f"/sys/class/net/{self.pair.ifname[NS_SUT]}/{attr}", value,
@@ -379,6 +380,7 @@ class Modes:
         takes seconds under TCG). Returns the PIDs of the NAPI kthreads,
         pinned to CPU_NAPI and, unless KTHREAD_FIFO is false, SCHED_FIFO
         as in the seed's set-up."""
+        self.relax_kthreads()
         want = {"busy_read": busy_read, "busy_poll": busy_poll, "defer": defer, "gro": gro,
                 "threaded": threaded, "irq_suspend": irq_suspend, "all_napis": all_napis}
         changed = {k: v for k, v in want.items() if self.state.get(k) != v}
@@ -415,8 +417,18 @@ class Modes:
                     sh("chrt", "-f", "-p", "50", str(pid))
                 else:
                     sh("chrt", "-o", "-p", "0", str(pid))
+        self.pids = pids if kthread_fifo else []
         self.pin_irqs(CPU_NAPI)
         return pids
+
+    def relax_kthreads(self):
+        """Make the kthreads apply() made SCHED_FIFO SCHED_OTHER. A
+        spinning FIFO kthread can starve another of its priority on its
+        CPU, and with it whatever waits for that one: napi_disable() in a
+        driver reset (igb's TX watchdog) with RTNL held, a mode change."""
+        for pid in self.pids:
+            sh("chrt", "-o", "-p", "0", str(pid), check=False)
+        self.pids = []
 
     def pin_irqs(self, cpu):
         for irq in device_irqs(self.pair.irq_names):

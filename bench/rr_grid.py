@@ -162,6 +162,8 @@ def run_cell(args, pair, modes, mode, transport, workload, rep, out):
         cell["status"] = "error"
         cell["error"] = str(exc)
     finally:
+        # Before anything that takes RTNL (the loss snapshot's ethtool).
+        modes.relax_kthreads()
         cell["server"] = server_stats(bl.stop_process(server)[0])
     if loss_before is not None:
         # After the server stopped: replies that came after the client
