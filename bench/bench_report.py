@@ -474,7 +474,9 @@ COLLAPSE_CONTROLS = {
 
 
 def collapsed(a):
-    """Whether the aggregated cell A collapsed (more than COLLAPSE_LOSS\n    lost, p50 over COLLAPSE_P50_US, or no repetition with a reply);\n    None if it was not run."""
+    """Whether the aggregated cell A collapsed (more than COLLAPSE_LOSS
+    lost, p50 over COLLAPSE_P50_US, or no repetition with a reply);
+    None if it was not run."""
     if a is None:
         return None
     if not a["reps_ok"]:
@@ -482,27 +484,32 @@ def collapsed(a):
     return (a["loss_frac"] or 0) > COLLAPSE_LOSS or (a["p50"] or 0) > COLLAPSE_P50_US
 
 
-def mode_collapsed(agg, device, transport, mode):
-    """Whether MODE collapsed at any workload; None if not run."""
+def mode_collapsed(agg, device, transport, mode, workload=None):
+    """Whether MODE collapsed at WORKLOAD ((rate, delay); None: at any);
+    None if not run."""
     states = [collapsed(a) for k, a in agg.items()
-              if k[0] == device and k[1] == transport and k[4] == mode]
+              if k[0] == device and k[1] == transport and k[4] == mode
+              and workload in (None, k[2:4])]
     return any(states) if states else None
 
 
-def collapse_verdict(agg, device, transport):
-    """(verdict, why) of the collapse experiment on one device and\n    transport: each control removes one suspect, so the first control\n    that changes the outcome names the cause."""
+def collapse_verdict(agg, device, transport, workload=None):
+    """(verdict, why) of the collapse experiment on one device and
+    transport, at WORKLOAD ((rate, delay); None: all together): each
+    control removes one suspect, so the first control that changes the
+    outcome names the cause."""
     def state(mode):
-        return mode_collapsed(agg, device, transport, mode)
+        return mode_collapsed(agg, device, transport, mode, workload)
     if state("threaded-busy") is None:
         return "not run", "threaded-busy was not run"
     if not state("threaded-busy"):
         why = (f"threaded-busy lost at most {COLLAPSE_LOSS:.0%} with p50 "
-               f"≤ {COLLAPSE_P50_US / 1000:.0f} ms at every workload")
+               f"≤ {COLLAPSE_P50_US / 1000:.0f} ms")
         if state("threaded-busy+all"):
             return ("harness choice", why + "; with busy-polling SCHED_FIFO kthreads on every "
                     "NAPI of the device on one CPU (threaded-busy+all) it collapses: a "
-                    "spinning FIFO thread never lets one of equal priority run, so the RX "
-                    "NAPI's kthread starves behind a TX NAPI's")
+                    "spinning FIFO thread never lets one of equal priority run, so one NAPI's "
+                    "kthread starves behind another's")
         return "not reproduced", why
     if state("interrupts"):
         return ("no verdict", "interrupt mode collapsed as well: the load is beyond what "
@@ -533,10 +540,18 @@ def collapse_lines(run, agg, lines, summary):
     if is_tcg(run):
         lines.append(f"{TCG_NOTE}\n")
     for device, transport in sorted({k[:2] for k in agg}):
-        verdict, why = collapse_verdict(agg, device, transport)
-        summary["collapse"].append({"kernel": run["label"], "device": device,
-                                    "transport": transport, "verdict": verdict, "why": why})
-        lines.append(f"\n{device}, {transport.upper()}: **{verdict}**: {why}\n")
+        # Each workload gets its own verdict: a load that collapses even
+        # interrupt mode says nothing about the lighter one.
+        workloads = sorted({k[2:4] for k in agg if k[:2] == (device, transport)},
+                           key=lambda w: (WORKLOAD_ORDER.get(w, 99), w))
+        for workload in workloads:
+            verdict, why = collapse_verdict(agg, device, transport, workload)
+            summary["collapse"].append({"kernel": run["label"], "device": device,
+                                        "transport": transport,
+                                        "workload": f"{workload[0]}+{workload[1]}us",
+                                        "verdict": verdict, "why": why})
+            lines.append(f"\n{device}, {transport.upper()}, {workload[0]} pps + "
+                         f"{workload[1]} us: **{verdict}**: {why}\n")
         lines.append("| workload | mode | n | p50 us | p99 us | lost/sent | loss went to | "
                      "sender lag p99/max us | SUT polls sirq/kthr/app | collapsed |")
         lines.append("|---|---|---|---|---|---|---|---|---|---|")
@@ -559,11 +574,11 @@ def collapse_head(verdicts, lines):
     if not verdicts:
         return
     lines.append("\n## Threaded busy-poll collapse: verdict (issue 14), from this run\n")
-    lines.append("| kernel | device | transport | verdict | why |")
-    lines.append("|---|---|---|---|---|")
+    lines.append("| kernel | device | transport | workload | verdict | why |")
+    lines.append("|---|---|---|---|---|---|")
     for v in verdicts:
-        lines.append(f"| {v['kernel']} | {v['device']} | {v['transport']} | **{v['verdict']}** "
-                     f"| {v['why']} |")
+        lines.append(f"| {v['kernel']} | {v['device']} | {v['transport']} | {v['workload']} "
+                     f"| **{v['verdict']}** | {v['why']} |")
 
 
 # --- memcached under load (issue: seed 001) ---------------------------------

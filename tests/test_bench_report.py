@@ -358,3 +358,19 @@ def test_per_napi_modes_go_to_the_rx_queues_napis():
     assert benchlib.rx_napi_ids(queues, napis) == [8193]
     # No queue linked to a NAPI: every NAPI of the device.
     assert benchlib.rx_napi_ids([{"id": 0, "type": "rx"}], napis) == [8193, 8194, 8195]
+
+
+def test_collapse_verdict_per_workload():
+    """igb under TCG: at 6250 pps interrupt mode collapses too (no
+    verdict); at 1250 pps only busy-polling kthreads on every NAPI do."""
+    cells = []
+    for mode in bench_report.COLLAPSE_CONTROLS:
+        for rate, lost in ((1250, 100 if mode == "threaded-busy+all" else 0),
+                           (6250, 0 if mode == "threaded" else 60)):
+            cell = rr_cell(mode, 500, lost=lost)
+            cell.update(experiment="collapse", rate=rate, delay_us=38 if rate == 1250 else 6)
+            cells.append(cell)
+    agg = bench_report.rr_cells(cells)
+    assert bench_report.collapse_verdict(agg, "netdevsim", "udp", (1250, 38))[0] == \
+        "harness choice"
+    assert bench_report.collapse_verdict(agg, "netdevsim", "udp", (6250, 6))[0] == "no verdict"
