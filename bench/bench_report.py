@@ -581,6 +581,39 @@ def collapse_head(verdicts, lines):
                      f"| **{v['verdict']}** | {v['why']} |")
 
 
+# --- where the run's time went -----------------------------------------------
+
+def run_time(runs):
+    """Wall time per run, experiment and device, from the cells' wall_s:
+    what sizes a plan to the time a session has."""
+    rows = []
+    for run in runs:
+        groups = defaultdict(list)
+        for name in ("rr", "collapse", "mc"):
+            for c in run[name]:
+                groups[("grid" if name == "rr" else name, c.get("device", "?"))].append(c)
+        for (experiment, device), cells in sorted(groups.items()):
+            walls = [c["wall_s"] for c in cells if c.get("wall_s") is not None]
+            rows.append({"run": run["dir"], "experiment": experiment, "device": device,
+                         "cells": len(cells), "wall_s": round(sum(walls), 1),
+                         "per_cell_s": round(sum(walls) / len(walls), 1) if walls else None})
+    return rows
+
+
+def run_time_lines(rows, lines):
+    if not rows:
+        return
+    lines.append("\n## Run time (wall clock of the cells, set-up of each pair not included)\n")
+    lines.append("| run | experiment | device | cells | wall s | s per cell |")
+    lines.append("|---|---|---|---|---|---|")
+    for r in rows:
+        lines.append(f"| {r['run']} | {r['experiment']} | {r['device']} | {r['cells']} "
+                     f"| {fmt(r['wall_s'], 0)} | {fmt(r['per_cell_s'])} |")
+    total = sum(r["wall_s"] for r in rows)
+    lines.append(f"\nAll cells: {sum(r['cells'] for r in rows)} in "
+                 f"{total / 60:.1f} min.")
+
+
 # --- memcached under load (issue: seed 001) ---------------------------------
 
 def mc_points(points):
@@ -985,6 +1018,8 @@ def main():
     baseline = baseline_of(runs)
     baseline_lines(runs, baseline, lines, summary)
     summary["goals"] = goals(main_rr, main_mc, baseline)
+    summary["run_time"] = run_time(runs)
+    run_time_lines(summary["run_time"], lines)
     head = ["# napi-series benchmarks", ""]
     goal_lines(summary["goals"], head)
     collapse_head(summary["collapse"], head)

@@ -374,3 +374,22 @@ def test_collapse_verdict_per_workload():
     assert bench_report.collapse_verdict(agg, "netdevsim", "udp", (1250, 38))[0] == \
         "harness choice"
     assert bench_report.collapse_verdict(agg, "netdevsim", "udp", (6250, 6))[0] == "no verdict"
+
+
+def test_run_time_per_experiment_and_device(tmp_path):
+    cells = [dict(rr_cell("interrupts", 100), wall_s=4.0),
+             dict(rr_cell("interrupts", 100, rep=1), wall_s=6.0),
+             dict(rr_cell("interrupts", 100, device="virtio"), wall_s=8.0),
+             dict(rr_cell("threaded-busy", 100), wall_s=30.0, experiment="collapse"),
+             dict(failed_cell("interrupts", 2))]
+    write_run(str(tmp_path), "run1-patched-full", "patched", rr=cells)
+    _, summary, md = report(str(tmp_path))
+    rows = {(r["experiment"], r["device"]): r for r in summary["run_time"]}
+    # A cell without wall_s counts as a cell but adds no time.
+    assert rows[("grid", "netdevsim")] == {"run": "run1-patched-full", "experiment": "grid",
+                                           "device": "netdevsim", "cells": 3, "wall_s": 10.0,
+                                           "per_cell_s": 5.0}
+    assert rows[("grid", "virtio")]["per_cell_s"] == 8.0
+    assert rows[("collapse", "netdevsim")]["wall_s"] == 30.0
+    assert "| run1-patched-full | collapse | netdevsim | 1 | 30 | 30.0 |" in md
+    assert "All cells: 5 in 0.8 min." in md
