@@ -929,6 +929,18 @@ class WindowedTool:
                 return False
         return True
 
+    def edge_time(self, edge):
+        """The CLOCK_MONOTONIC time (s) the tool gave EDGE in its line, or
+        None: the edge itself, not when we got to read it."""
+        for line in self.lines:
+            try:
+                msg = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(msg, dict) and msg.get("window") == edge and "ns" in msg:
+                return msg["ns"] / 1e9
+        return None
+
     def finish(self, timeout):
         """Wait for the tool's exit: (returncode, stdout, stderr); killed
         after TIMEOUT seconds (returncode None)."""
@@ -960,6 +972,7 @@ def run_windowed(argv, irq_names, timeout, extra=None):
         if not tool.wait_edge(edge, deadline):
             break
         edges[key] = snapshot(irq_names)
+        edges[key]["tool_time"] = tool.edge_time(edge)
         if extra:
             try:
                 edges[key]["extra"] = extra()
@@ -990,11 +1003,18 @@ def measured_counts(run, pair, probes, exchanges, sut_cpus, kthread_pids=()):
     if not run["before"] or not run["after"]:
         return {"exchanges": exchanges, "sut": {}, "system": {},
                 "not_measured": {"all": "the tool announced no measured window"}}
-    events, notes = probes.window(run["before"]["time"], run["after"]["time"])
+    # The trace is cut at the tool's own edges (the same clock): our
+    # snapshots come when we get to read its lines, later at one edge
+    # than at the other under load, which shifted a 2 s window's polls by
+    # about 1 %. /proc counters can only be read when we get there.
+    t0, t1 = (run[k].get("tool_time") or run[k]["time"] for k in ("before", "after"))
+    events, notes = probes.window(t0, t1)
     if pair.irq_note:
         notes.setdefault("irqs", pair.irq_note)
-    return window_counts(run["before"], run["after"], exchanges, sut_cpus, events,
-                         kthread_pids, notes)
+    counts = window_counts(run["before"], run["after"], exchanges, sut_cpus, events,
+                           kthread_pids, notes)
+    counts["trace_window_s"] = round(t1 - t0, 3)
+    return counts
 
 
 def machine_info():

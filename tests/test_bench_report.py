@@ -393,3 +393,34 @@ def test_run_time_per_experiment_and_device(tmp_path):
     assert rows[("collapse", "netdevsim")]["wall_s"] == 30.0
     assert "| run1-patched-full | collapse | netdevsim | 1 | 30 | 30.0 |" in md
     assert "All cells: 5 in 0.8 min." in md
+
+
+def test_trace_is_cut_at_the_tools_own_window_edges():
+    """The counters are snapshot when the harness reads an edge line; the
+    trace window is the tool's own timestamps, which do not lag."""
+    tool = ("import sys, time\n"
+            "print('{\"window\": \"start\", \"ns\": 5000000000}', flush=True)\n"
+            "time.sleep(0.2)\n"
+            "print('{\"window\":\"end\",\"ns\":7000000000}', flush=True)\n"
+            "print('summary')\n")
+    run = benchlib.run_windowed([sys.executable, "-c", tool], [], timeout=30)
+    assert run["rc"] == 0
+    assert run["before"]["tool_time"] == 5.0 and run["after"]["tool_time"] == 7.0
+    assert run["after"]["time"] > run["before"]["time"]
+
+    class Probes:
+        def window(self, t0, t1):
+            self.cut = (t0, t1)
+            return {"window": (t0, t1), "polls": [], "irq": []}, {}
+
+    class Pair:
+        irq_note = None
+
+    probes = Probes()
+    counts = benchlib.measured_counts(run, Pair(), probes, 100, ["cpu0"])
+    assert probes.cut == (5.0, 7.0) and counts["trace_window_s"] == 2.0
+    # A tool that gives no time: the harness's own.
+    for key in ("before", "after"):
+        run[key]["tool_time"] = None
+    benchlib.measured_counts(run, Pair(), probes, 100, ["cpu0"])
+    assert probes.cut == (run["before"]["time"], run["after"]["time"])
