@@ -15,7 +15,7 @@ accel=${VM_ACCEL:-$("$TOP/workbench/vm-accel.sh" "$kernel")}
 # --verbose and loglevel=4 put kernel warnings on the console, so a
 # crash that kills the VM is still in console.log.
 args=(--run "$kernel" --cpus "${VM_CPUS:-2}" --memory "${VM_MEMORY:-2G}"
-      --rwdir "$rwdir" --cwd "$TOP" --verbose --append "loglevel=4"
+      --rwdir "$rwdir" --cwd "$TOP" --verbose --append "loglevel=4${VM_APPEND:+ $VM_APPEND}"
       --exec "$command")
 # VM_NETWORK=loop adds two virtio-net NICs (eth0, eth1) on one QEMU hub.
 [ -n "${VM_NETWORK:-}" ] && args+=(--network "$VM_NETWORK" --no-dhcp)
