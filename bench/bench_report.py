@@ -569,16 +569,23 @@ def collapse_lines(run, agg, lines, summary):
                          f"{'yes' if collapsed(a) else 'no'} |")
 
 
+def md_table(lines, title, columns, rows):
+    """A markdown section TITLE with a table of COLUMNS and ROWS (lists
+    of cell texts)."""
+    lines.append(f"\n## {title}\n")
+    lines.append("| " + " | ".join(columns) + " |")
+    lines.append("|" + "---|" * len(columns))
+    lines.extend("| " + " | ".join(str(c) for c in row) + " |" for row in rows)
+
+
 def collapse_head(verdicts, lines):
     """The verdicts, for the top of bench.md."""
     if not verdicts:
         return
-    lines.append("\n## Threaded busy-poll collapse: verdict (issue 14), from this run\n")
-    lines.append("| kernel | device | transport | workload | verdict | why |")
-    lines.append("|---|---|---|---|---|---|")
-    for v in verdicts:
-        lines.append(f"| {v['kernel']} | {v['device']} | {v['transport']} | {v['workload']} "
-                     f"| **{v['verdict']}** | {v['why']} |")
+    md_table(lines, "Threaded busy-poll collapse: verdict (issue 14), from this run",
+             ("kernel", "device", "transport", "workload", "verdict", "why"),
+             [(v["kernel"], v["device"], v["transport"], v["workload"],
+               f"**{v['verdict']}**", v["why"]) for v in verdicts])
 
 
 # --- where the run's time went -----------------------------------------------
@@ -603,12 +610,10 @@ def run_time(runs):
 def run_time_lines(rows, lines):
     if not rows:
         return
-    lines.append("\n## Run time (wall clock of the cells, set-up of each pair not included)\n")
-    lines.append("| run | experiment | device | cells | wall s | s per cell |")
-    lines.append("|---|---|---|---|---|---|")
-    for r in rows:
-        lines.append(f"| {r['run']} | {r['experiment']} | {r['device']} | {r['cells']} "
-                     f"| {fmt(r['wall_s'], 0)} | {fmt(r['per_cell_s'])} |")
+    md_table(lines, "Run time (wall clock of the cells, set-up of each pair not included)",
+             ("run", "experiment", "device", "cells", "wall s", "s per cell"),
+             [(r["run"], r["experiment"], r["device"], r["cells"], fmt(r["wall_s"], 0),
+               fmt(r["per_cell_s"])) for r in rows])
     total = sum(r["wall_s"] for r in rows)
     lines.append(f"\nAll cells: {sum(r['cells'] for r in rows)} in "
                  f"{total / 60:.1f} min.")
