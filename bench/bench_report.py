@@ -643,6 +643,7 @@ def mc_points(points):
                            for p in ok),
              "sent": sum(p["load_gen"].get("sent", 0) for p in ok),
              "saturated": sum(bool(x.get("saturated")) for x in lg) * 2 > len(lg),
+             "irq_suspend_ms": med([p.get("irq_suspend_ms") for p in every]),
              "name": key[2], "reps": len(every), "reps_ok": len(good),
              "failed": [(p.get("rep"), rep_failure(p)) for p in every if rep_failure(p)],
              "cannot_engage": None}
@@ -859,8 +860,11 @@ def goal_suspension(device, mc_agg):
                   check("softirq RX polls while suspended", s["softirq_polls_suspended"],
                         lambda v: v == 0, f"{fmt(s['softirq_polls_suspended'], 0)} (0)",
                         why.get("suspension"))]
+        timeout = a.get("irq_suspend_ms")
         rows.append(goal_row(GOAL_SUSPEND, device,
-                             f"{variant} at load {load}, {reps_text(a)}", checks))
+                             f"{variant} at load {load}"
+                             + (f", irq-suspend-timeout {timeout:g} ms" if timeout else "")
+                             + f", {reps_text(a)}", checks))
     return rows
 
 

@@ -22,8 +22,9 @@ SERVER_CPU = bl.CPU_APP.split(",")[0]
 US = 1000  # ns per us: the seed gives timeouts in us, netlink takes ns
 
 
-def variants(xs):
-    """The seed's variants; X is gro_flush_timeout in us."""
+def variants(xs, suspend_ms=20):
+    """The seed's variants; X is gro_flush_timeout in us, SUSPEND_MS the
+    suspendX variants' irq-suspend-timeout (the seed's 20 ms)."""
     epoll = lambda usecs: {"EPOLL_BUSY_POLL_USECS": str(usecs), "EPOLL_BUSY_POLL_BUDGET": "64",
                            "EPOLL_PREFER_BUSY_POLL": "1", "EPOLL_BUSY_POLL_STRICT": "1"}
     out = {"base": (dict(), {})}
@@ -33,7 +34,8 @@ def variants(xs):
     out["fullbusy"] = (dict(defer=100, gro=5000 * US),
                        dict(epoll(1000), EPOLL_WAIT_MAX_TIMEOUT_MS="1"))
     for x in xs:
-        out[f"suspend{x}"] = (dict(defer=100, gro=x * US, irq_suspend=20000 * US), epoll(0))
+        out[f"suspend{x}"] = (dict(defer=100, gro=x * US, irq_suspend=suspend_ms * 1000 * US),
+                              epoll(0))
     return out
 
 
@@ -74,6 +76,8 @@ def run_point(args, pair, modes, name, variant, qps, rep, out):
     setup, env = variant
     point = {"bench": "mc", "device": pair.kind, "variant": name, "load": qps or "MAX",
              "rep": rep}
+    if setup.get("irq_suspend"):
+        point["irq_suspend_ms"] = setup["irq_suspend"] / 1e6
     try:
         modes.apply(**setup)
         modes.pin_irqs(SERVER_CPU)
@@ -127,6 +131,8 @@ def main():
     parser.add_argument("--devices", default="virtio igb netdevsim")
     parser.add_argument("--x", default="20", help="gro_flush_timeout values (us) for deferX/suspendX")
     parser.add_argument("--variants", default=None, help="subset of variant names")
+    parser.add_argument("--irq-suspend-ms", type=int, default=20,
+                        help="irq-suspend-timeout of the suspendX variants")
     parser.add_argument("--loads", default="200 400 800 1600 0",
                         help="target QPS (0 = MAX, closed loop)")
     parser.add_argument("--reps", type=int, default=3)
@@ -145,7 +151,7 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     # The set-up as YNL CLI commands, to replay by hand.
     ynl = bl.Ynl(args.src, log=open(os.path.join(args.out, "setup-commands.log"), "a"))
-    all_variants = variants([int(x) for x in args.x.split()])
+    all_variants = variants([int(x) for x in args.x.split()], args.irq_suspend_ms)
     failures = 0
     with open(os.path.join(args.out, "mc.jsonl"), "a") as out:
         for pair, modes in bl.each_pair("mc", args.devices.split(), ynl, out):

@@ -272,6 +272,12 @@ def test_goal_suspension_needs_a_saturated_point():
                                   mc_point("suspend20", 4000, 96, 900, 0.08, **busy)])
     [row] = bench_report.goal_suspension("virtio", agg)
     assert row["status"] == "pass" and "load 4000" in row["where"]
+    # The timeout the run used (longer under TCG) is part of where.
+    agg = bench_report.mc_points([mc_point("defer20", 4000, 97, 900, 1.0),
+                                  dict(mc_point("suspend20", 4000, 96, 900, 0.08, **busy),
+                                       irq_suspend_ms=500.0)])
+    [row] = bench_report.goal_suspension("virtio", agg)
+    assert "suspend20 at load 4000, irq-suspend-timeout 500 ms, n=1/1" in row["where"]
 
     agg = bench_report.mc_points([mc_point("defer20", 4000, 97, 900, 1.0),
                                   mc_point("suspend20", 4000, 96, 900, 0.2,
