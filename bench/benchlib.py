@@ -929,17 +929,18 @@ class WindowedTool:
                 return False
         return True
 
-    def edge_time(self, edge):
-        """The CLOCK_MONOTONIC time (s) the tool gave EDGE in its line, or
-        None: the edge itself, not when we got to read it."""
+    def edge_line(self, edge):
+        """What the tool said at EDGE: {"ns": CLOCK_MONOTONIC time of the
+        edge itself, not when we got to read it; "replies": received so
+        far, if it counts them}, {} if it said neither."""
         for line in self.lines:
             try:
                 msg = json.loads(line)
             except ValueError:
                 continue
-            if isinstance(msg, dict) and msg.get("window") == edge and "ns" in msg:
-                return msg["ns"] / 1e9
-        return None
+            if isinstance(msg, dict) and msg.get("window") == edge:
+                return msg
+        return {}
 
     def finish(self, timeout):
         """Wait for the tool's exit: (returncode, stdout, stderr); killed
@@ -972,7 +973,9 @@ def run_windowed(argv, irq_names, timeout, extra=None):
         if not tool.wait_edge(edge, deadline):
             break
         edges[key] = snapshot(irq_names)
-        edges[key]["tool_time"] = tool.edge_time(edge)
+        said = tool.edge_line(edge)
+        edges[key]["tool_time"] = said["ns"] / 1e9 if "ns" in said else None
+        edges[key]["tool_replies"] = said.get("replies")
         if extra:
             try:
                 edges[key]["extra"] = extra()
@@ -1009,11 +1012,16 @@ def measured_counts(run, pair, probes, exchanges, sut_cpus, kthread_pids=()):
     # about 1 %. /proc counters can only be read when we get there.
     t0, t1 = (run[k].get("tool_time") or run[k]["time"] for k in ("before", "after"))
     events, notes = probes.window(t0, t1)
+    replies = [run[k].get("tool_replies") for k in ("before", "after")]
+    replies = replies[1] - replies[0] if None not in replies else None
     if pair.irq_note:
         notes.setdefault("irqs", pair.irq_note)
     counts = window_counts(run["before"], run["after"], exchanges, sut_cpus, events,
                            kthread_pids, notes)
     counts["trace_window_s"] = round(t1 - t0, 3)
+    # What the application received in the window (napi_rr counts it):
+    # with the RX packets polled, it tells a receiver that fell behind.
+    counts["replies_in_window"] = replies
     return counts
 
 

@@ -405,9 +405,9 @@ def test_trace_is_cut_at_the_tools_own_window_edges():
     """The counters are snapshot when the harness reads an edge line; the
     trace window is the tool's own timestamps, which do not lag."""
     tool = ("import sys, time\n"
-            "print('{\"window\": \"start\", \"ns\": 5000000000}', flush=True)\n"
+            "print('{\"window\": \"start\", \"ns\": 5000000000, \"replies\": 60}', flush=True)\n"
             "time.sleep(0.2)\n"
-            "print('{\"window\":\"end\",\"ns\":7000000000}', flush=True)\n"
+            "print('{\"window\":\"end\",\"ns\":7000000000,\"replies\":260}', flush=True)\n"
             "print('summary')\n")
     run = benchlib.run_windowed([sys.executable, "-c", tool], [], timeout=30)
     assert run["rc"] == 0
@@ -417,14 +417,19 @@ def test_trace_is_cut_at_the_tools_own_window_edges():
     class Probes:
         def window(self, t0, t1):
             self.cut = (t0, t1)
-            return {"window": (t0, t1), "polls": [], "irq": []}, {}
+            # The kthread (pid 77) polled 198 packets in the window.
+            polls = [{"ts": 6.0, "pid": 77, "comm": "napi/x", "softirq": False, "work": 198}]
+            return {"window": (t0, t1), "polls": polls, "irq": []}, {}
 
     class Pair:
         irq_note = None
 
     probes = Probes()
-    counts = benchlib.measured_counts(run, Pair(), probes, 100, ["cpu0"])
+    counts = benchlib.measured_counts(run, Pair(), probes, 200, ["cpu0"], [77])
     assert probes.cut == (5.0, 7.0) and counts["trace_window_s"] == 2.0
+    # 200 requests sent in the window, 200 replies received in it.
+    assert counts["replies_in_window"] == 200
+    assert counts["sut"]["kthread_packets"] == 0.99
     # A tool that gives no time: the harness's own.
     for key in ("before", "after"):
         run[key]["tool_time"] = None

@@ -54,9 +54,10 @@
  *   grace_ms                    wait for stragglers after the last send
  *   rx_polls, rx_wakeups, rx_empty, poller_polls  receive path syscalls
  *   interrupted                 true if stopped by a signal
- * Client stdout: {"window":"start","ns":N} when the warm-up is over and
- * {"window":"end","ns":N} once the last request is sent (before the grace
- * period), CLOCK_MONOTONIC; then a human-readable summary.
+ * Client stdout: {"window":"start","ns":N,"replies":R} when the warm-up is
+ * over and {"window":"end","ns":N,"replies":R} once the last request is
+ * sent (before the grace period), CLOCK_MONOTONIC, R the unique replies
+ * received so far; then a human-readable summary.
  * Server JSON (stdout): {"role":"server","ready":true} once the socket is
  * up, then on exit one line: role, transport, poll, requests,
  *   replies, dropped, rx_polls, rx_wakeups, rx_empty, poller_polls,
@@ -1677,9 +1678,13 @@ static void client_print_summary(const struct client *c)
  * last measured request sent): the harness snapshots its counters then,
  * so that set-up, warm-up and the grace period stay outside its counts.
  */
-static void announce_window(const char *edge)
+static void announce_window(struct client *c, const char *edge)
 {
-	printf("{\"window\":\"%s\",\"ns\":%" PRIu64 "}\n", edge, now_ns());
+	/* The replies in between are what the SUT received in the window,
+	 * whatever their requests' round trip.
+	 */
+	printf("{\"window\":\"%s\",\"ns\":%" PRIu64 ",\"replies\":%" PRIu64 "}\n",
+	       edge, now_ns(), __atomic_load_n(&c->replied_all, __ATOMIC_ACQUIRE));
 	fflush(stdout);
 }
 
@@ -1761,11 +1766,11 @@ static int client_run(const struct opts *o)
 	tx_started = true;
 	sleep_until(c->measure_ns);
 	if (!stopping())
-		announce_window("start");
+		announce_window(c, "start");
 	while (!stopping() && !__atomic_load_n(&c->sender_done, __ATOMIC_ACQUIRE))
 		usleep(5000);
 	if (!stopping())
-		announce_window("end");
+		announce_window(c, "end");
 	grace = client_grace(c);
 stop:
 	__atomic_store_n(&c->rx_stop, 1, __ATOMIC_RELAXED);
