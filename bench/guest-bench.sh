@@ -25,8 +25,9 @@ rr=(--out "$out" --src "$src" --napi-rr "$here/rr/napi_rr")
 # event-loop pass of the saturated memcached outlasts it: measured on
 # virtio at 4000 qps, the NAPI was suspended 20-23 % of the window with
 # 20 ms and 100 % with 500 ms (no RX IRQ, no softirq poll).
-suspend_ms=${BENCH_MC_SUSPEND_MS:-20}
-grep -q 'QEMU TCG' /proc/cpuinfo && suspend_ms=${BENCH_MC_SUSPEND_MS:-500}
+default_suspend_ms=20
+grep -q 'QEMU TCG' /proc/cpuinfo && default_suspend_ms=500
+suspend_ms=${BENCH_MC_SUSPEND_MS:-$default_suspend_ms}
 mc=(--out "$out" --src "$src" --mc-load "$here/memcached/mc_load"
     --preload "$here/memcached/libepoll_busy_poll.so" --irq-suspend-ms "$suspend_ms")
 # The plan is sized so that 'make bench BASELINE=1' fits a 2-core
