@@ -469,7 +469,8 @@ COLLAPSE_CONTROLS = {
     "threaded": "threaded NAPI without busy polling (SCHED_FIFO kthread, spinning receiver)",
     "threaded-busy+all": "threaded-busy on every NAPI of the device, not only the RX queues' "
                          "(igb's TX NAPIs get busy-polling SCHED_FIFO kthreads on the same CPU "
-                         "too)",
+                         "too); UDP only, as on XDP the program's attach deadlocks in "
+                         "napi_disable() behind the starved kthread",
 }
 
 

@@ -76,8 +76,12 @@ OTHER_NAPIS_ONLY = {"threaded-busy+all"}
 COLLAPSE_WORKLOADS = [2, 1]
 PATCHED_ONLY = {"threaded-busy", "epoll-suspend", "uring-suspend", "threaded-busy+block",
                 "threaded-busy+other", "threaded-busy+all"}
-# io_uring polls sockets: AF_XDP has its own rings.
-UDP_ONLY = {"uring-prefer", "uring-suspend"}
+# io_uring polls sockets: AF_XDP has its own rings. threaded-busy+all
+# cannot run on XDP: attaching the XDP program makes igb disable its
+# NAPIs (napi_disable() with RTNL held), which waits for a kthread that
+# the other FIFO kthread on its CPU never lets run: the set-up deadlocks
+# by construction (napi.rst), as a bench run did.
+UDP_ONLY = {"uring-prefer", "uring-suspend", "threaded-busy+all"}
 PORT = 54321
 # The SUT's CPUs: the application's and the one of its NAPI kthread and IRQs.
 SUT_CPUS = bl.cpu_set(bl.CPU_APP) + bl.cpu_set(bl.CPU_NAPI)
