@@ -22,9 +22,9 @@ SERVER_CPU = bl.CPU_APP.split(",")[0]
 US = 1000  # ns per us: the seed gives timeouts in us, netlink takes ns
 
 
-def variants(xs, suspend_ms=20):
+def variants(xs, suspend_ms):
     """The seed's variants; X is gro_flush_timeout in us, SUSPEND_MS the
-    suspendX variants' irq-suspend-timeout (the seed's 20 ms)."""
+    suspendX variants' irq-suspend-timeout (--irq-suspend-ms)."""
     epoll = lambda usecs: {"EPOLL_BUSY_POLL_USECS": str(usecs), "EPOLL_BUSY_POLL_BUDGET": "64",
                            "EPOLL_PREFER_BUSY_POLL": "1", "EPOLL_BUSY_POLL_STRICT": "1"}
     out = {"base": (dict(), {})}
