@@ -95,7 +95,9 @@ def rep_failure(cell):
     if cell.get("status") != "ok":
         return f"error: {cell.get('error', '?')}"[:90]
     if cell["bench"] == "rr" and not cell["client"].get("received"):
-        return f"0 replies of {cell['client'].get('sent', 0)}"
+        unsent = cell["client"].get("unsent")
+        return f"0 replies of {cell['client'].get('sent', 0)}" + \
+            (f", {unsent} never sent" if unsent else "")
     if cell["bench"] == "mc" and not cell["load_gen"].get("received"):
         return f"0 replies of {cell['load_gen'].get('sent', 0)}"
     return None
@@ -114,12 +116,13 @@ def loss_sources(cell):
     (warm-up and grace period included), as {source: count}: which way
     they were lost (the reflector's own counts), the devices' queue drops
     and the UDP socket-buffer errors on both sides, replies that arrived
-    after the client's grace period, and the sender's lag. Empty when
-    nothing was lost."""
+    after the client's grace period, the sender's lag, and the requests
+    a sender too far behind its schedule gave up on. Empty when nothing
+    was lost."""
     client = cell.get("client") or {}
-    if not client.get("lost"):
+    if not lost(client):
         return {}
-    found = {}
+    found = {"requests never sent (the sender fell a whole run behind)": client.get("unsent", 0)}
     server = cell.get("server")
     if server:
         sent = client.get("warmup_sent", 0) + client.get("sent", 0)
@@ -144,6 +147,18 @@ def loss_sources(cell):
         found["unexplained" + (" (AF_XDP ring drops are not counted)"
                                if cell.get("transport") == "xdp" else "")] = client["lost"]
     return found
+
+
+def lost(client):
+    """The measured requests without a reply: those sent and never
+    answered, and those the sender gave up on (not offered is not
+    sustained)."""
+    return client.get("lost", 0) + client.get("unsent", 0)
+
+
+def offered(client):
+    """The measured requests on the schedule: sent or given up on."""
+    return client.get("sent", 0) + client.get("unsent", 0)
 
 
 def merge_sources(cells):
@@ -243,8 +258,8 @@ def rr_cells(cells):
         a.update(name=key[4], reps=len(every), reps_ok=len(good),
                  failed=[(c.get("rep"), rep_failure(c)) for c in every if rep_failure(c)],
                  cannot_engage=engage_reason(key[0], key[1], key[4]))
-        a["lost"] = sum(c["client"].get("lost", 0) for c in ok)
-        a["sent"] = sum(c["client"].get("sent", 0) for c in ok)
+        a["lost"] = sum(lost(c["client"]) for c in ok)
+        a["sent"] = sum(offered(c["client"]) for c in ok)
         a["loss_frac"] = a["lost"] / a["sent"] if a["sent"] else None
         a["loss_sources"] = merge_sources(ok)
         a["lag_p99_us"] = med([(c["client"].get("sched_lag_ns") or {}).get("p99") for c in ok])

@@ -357,6 +357,29 @@ def test_collapse_cells_get_their_own_section(tmp_path):
         ("netdevsim", "udp", 600, 0, "threaded-busy")])
 
 
+def test_requests_the_sender_gave_up_on_count_as_lost(tmp_path):
+    """A client starved until it gave up its schedule (KASAN under TCG,
+    interrupts+spinners at 6250 pps) has a collapsed cell, not a failed
+    run: what it never sent counts as lost, and the table says where."""
+    starved = rr_cell("interrupts+spinners", 500, sent=60)
+    starved["client"]["unsent"] = 40
+    starved["experiment"] = "collapse"
+    agg = bench_report.rr_cells([starved])
+    a = agg[("netdevsim", "udp", 600, 0, "interrupts+spinners")]
+    assert (a["lost"], a["sent"]) == (40, 100)
+    assert bench_report.collapsed(a)
+    assert a["loss_sources"] == {
+        "requests never sent (the sender fell a whole run behind)": 40.0}
+    write_run(str(tmp_path), "run1-patched-smoke", "patched", rr=[starved])
+    rc, _, md = report(str(tmp_path))
+    assert rc == 0
+    assert "| 40/100 | requests never sent (the sender fell a whole run behind) 40" in md
+    assert "| yes |" in md
+    # Starved from the start: not one measured request left.
+    starved["client"].update(sent=0, received=0, lost=0, unsent=100, latency_ns=None)
+    assert bench_report.rep_failure(starved) == "0 replies of 0, 100 never sent"
+
+
 def test_per_napi_modes_go_to_the_rx_queues_napis():
     napis = [{"id": 8193, "ifindex": 3}, {"id": 8194, "ifindex": 3}, {"id": 8195, "ifindex": 3}]
     # igb: RX and TX queue 0 on NAPIs of their own.

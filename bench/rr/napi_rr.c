@@ -40,6 +40,9 @@
  *   rate_pps, delay_us, duration_s, warmup_s   the parameters
  *   sent, received              requests sent / unique replies, after warmup
  *   lost                        sent - received (no reply within the grace)
+ *   unsent                      measured requests never sent: a sender a
+ *                               whole run (warm-up + duration, + 1 s)
+ *                               behind its schedule gives up
  *   reordered                   replies whose seq is below one already seen
  *   duplicates                  further replies for an already answered seq
  *   unexpected                  replies for a seq never sent, or garbage
@@ -1349,6 +1352,7 @@ struct client {
 	uint64_t total;		/* requests on the schedule */
 	uint64_t start_ns;	/* request 0 is due then */
 	uint64_t measure_ns;	/* requests due from then on are measured */
+	uint64_t give_up_ns;	/* the sender stops sending then */
 	uint8_t *state;		/* SEQ_* per sequence number */
 	uint8_t peer_mac[ETH_ALEN];
 	int rx_stop;
@@ -1356,6 +1360,7 @@ struct client {
 	/* sender thread */
 	uint64_t sent_all;	/* incl. warmup; read by main */
 	uint64_t sent, warmup_sent, send_errors, first_send_ns, last_send_ns;
+	uint64_t unsent;	/* measured requests given up on */
 	struct hist lag;
 	/* receiver thread */
 	uint64_t replied_all;	/* unique, incl. warmup; read by main */
@@ -1425,6 +1430,11 @@ static void *sender_main(void *arg)
 	for (seq = 0; seq < c->total && !stopping(); seq++) {
 		due = due_time(c, seq);
 		now = now_ns();
+		if (now >= c->give_up_ns) {
+			for (; seq < c->total; seq++)
+				c->unsent += due_time(c, seq) >= c->measure_ns;
+			break;
+		}
 		if (now + spin < due) {
 			sleep_until(due - spin);
 			if (stopping())
@@ -1614,6 +1624,7 @@ static int client_write_json(const struct client *c, FILE *f, uint64_t grace)
 	json_u64(f, "sent", c->sent);
 	json_u64(f, "received", c->received);
 	json_u64(f, "lost", c->sent - c->received);
+	json_u64(f, "unsent", c->unsent);
 	json_u64(f, "reordered", c->reordered);
 	json_u64(f, "duplicates", c->duplicates);
 	json_u64(f, "unexpected", c->unexpected);
@@ -1653,10 +1664,10 @@ static void client_print_summary(const struct client *c)
 
 	printf("napi_rr %s/%s %" PRIu64 " pps delay %u us: sent %" PRIu64 " received %" PRIu64
 	       " lost %" PRIu64 " reordered %" PRIu64 " dup %" PRIu64 " unexpected %" PRIu64
-	       " send_err %" PRIu64 "\n",
+	       " send_err %" PRIu64 " unsent %" PRIu64 "\n",
 	       transport_names[c->o->transport], poll_names[c->o->poll], c->o->rate,
 	       c->o->delay_us, c->sent, c->received, c->sent - c->received, c->reordered,
-	       c->duplicates, c->unexpected, c->send_errors);
+	       c->duplicates, c->unexpected, c->send_errors, c->unsent);
 	printf("  latency us: p5 %.1f p50 %.1f p95 %.1f p99 %.1f p99.9 %.1f max %.1f mean %.1f\n",
 	       hist_percentile(h, 5) / 1e3, hist_percentile(h, 50) / 1e3,
 	       hist_percentile(h, 95) / 1e3, hist_percentile(h, 99) / 1e3,
@@ -1758,6 +1769,12 @@ static int client_run(const struct opts *o)
 	prctl(PR_SET_TIMERSLACK, 1UL);	/* the sender sleeps to absolute times */
 	c->start_ns = now_ns() + 10 * NSEC_PER_MSEC;
 	c->measure_ns = c->start_ns + (uint64_t)(o->warmup * NSEC_PER_SEC);
+	/* A sender that has fallen a whole run behind its schedule cannot
+	 * offer the load: what it has left counts as lost instead of
+	 * stretching the run without bound (a starved client took minutes).
+	 */
+	c->give_up_ns = c->start_ns + 2 * (uint64_t)((o->warmup + o->duration) * NSEC_PER_SEC) +
+			NSEC_PER_SEC;
 	if (start_thread(&rx_thread, receiver_main, c))
 		goto stop;
 	rx_started = true;
