@@ -59,8 +59,8 @@
  *   interrupted                 true if stopped by a signal
  * Client stdout: {"window":"start","ns":N,"replies":R} when the warm-up is
  * over and {"window":"end","ns":N,"replies":R} once the last request is
- * sent (before the grace period), CLOCK_MONOTONIC, R the unique replies
- * received so far; then a human-readable summary.
+ * sent or the sender gave up (before the grace period), CLOCK_MONOTONIC,
+ * R the unique replies received so far; then a human-readable summary.
  * Server JSON (stdout): {"role":"server","ready":true} once the socket is
  * up, then on exit one line: role, transport, poll, requests,
  *   replies, dropped, rx_polls, rx_wakeups, rx_empty, poller_polls,
