@@ -262,13 +262,13 @@ class VirtioPair(Pair):
 
 
 class IgbPair(VirtioPair):
-    """Two igb NICs (QEMU's 82576, VM_IGB=1) on a hub of their own: a
+    """Two igb NICs (QEMU's 82576, VM_NICS=igb) on a hub of their own: a
     real NIC driver masking and unmasking MSI-X vectors, one vector per
     RX and per TX queue ("<dev>-rx-0", "<dev>-tx-0")."""
 
     kind = "igb"
     driver = "igb"
-    how = "boot the VM with VM_IGB=1 (QEMU 8.0+)"
+    how = "boot the VM with VM_NICS=igb (QEMU 8.0+)"
 
     def sut_irq_names(self, dev):
         return [f"{dev}-rx-", f"{dev}-tx-", f"{dev}-TxRx-"]

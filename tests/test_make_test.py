@@ -9,7 +9,7 @@ import sys
 TOP = os.path.join(os.path.dirname(__file__), "..")
 
 
-def make_test(tmp_path, stubs, path_stubs=None):
+def make_test(tmp_path, stubs, path_stubs=None, env_extra=None):
     """Run test.sh with workbench scripts (STUBS) and commands on PATH
     (PATH_STUBS) replaced by the given shell bodies."""
     top = tmp_path / "top"
@@ -32,7 +32,7 @@ def make_test(tmp_path, stubs, path_stubs=None):
            if k not in ("TESTS", "RESULTS", "SKIP_STATIC", "KASAN", "OBJ", "VM_ACCEL",
                         "BASE_VERSION", "KERNEL_SRC", "PATCHES")}
     env.update(NAPI_CACHE=str(tmp_path / "cache"), HOME=str(tmp_path),
-               PATH=f"{bindir}:{os.environ['PATH']}")
+               PATH=f"{bindir}:{os.environ['PATH']}", **(env_extra or {}))
     proc = subprocess.run([str(top / "workbench" / "test.sh")], env=env,
                           capture_output=True, text=True, timeout=300, check=False)
     return proc, proc.stdout.splitlines()
@@ -62,3 +62,27 @@ def test_missing_base_is_a_named_failure(tmp_path):
     fails = [line for line in lines if line.startswith("FAIL  base:fetch")]
     assert fails and "is not in the archive" in fails[0], lines
     assert lines[-1] == "1 passed, 1 failed, 0 skipped"
+
+
+def test_plan_takes_several_filters_and_boots_their_nics(tmp_path):
+    """TESTS takes comma-separated substrings of "collection:test@NIC";
+    the VM gets a pair of each NIC model the plan names (VM_NICS), and a
+    model this QEMU lacks is named in the SKIP reason instead."""
+    proc, lines = make_test(tmp_path, {
+        "deps.sh": "exit 0",
+        "fetch-base.sh": "exit 0",
+        "prepare-tree.sh": "exit 0",
+        "check-newest.sh": "echo '[]' >\"$1\"",
+        "build.sh": "exit 0",
+        "ksft-install.sh": "exit 0",
+        "vm-accel.sh": "echo tcg",
+        "vm.sh": 'echo "VM_NICS=$VM_NICS VM_NETWORK=${VM_NETWORK:-} CMD=$4" >"$2/vm-env"',
+    }, path_stubs={"qemu-system-x86_64": 'echo \'name "igb", bus PCI\'; echo "QEMU 10"'},
+        env_extra={"TESTS": "napi_reconfig,napi_id.py@igb", "SKIP_STATIC": "1"})
+    results = tmp_path / "top" / "build" / "results" / "vm"
+    plan = (results / "plan").read_text().splitlines()
+    assert plan == ["drivers/net:napi_id.py 180 igb",
+                    "drivers/net:napi_reconfig.py 720 e1000e"], plan
+    env = (results / "vm-env").read_text()
+    assert "VM_NICS=igb " in env and "VM_NETWORK= " in env, env
+    assert "cannot emulate e1000e" in env, env

@@ -39,7 +39,7 @@ guest_env=$( (env | grep -E '^BENCH_[A-Z_]+=' || true) | sed -E "s/^([^=]+)=(.*)
 
 # igb (QEMU 8.0+) is the benchmarks' real NIC driver; without it its
 # cells are recorded as skipped.
-use_igb "no igb cells"
+use_nic igb "no igb cells"
 rm -rf "$out"
 mkdir -p "$out"
 rc=0

@@ -27,7 +27,7 @@ fi
 # has 7.2, bookworm-backports 10.0. Pinned to 10.0.x, the version the
 # igb tests were measured with; without it they SKIP (test.sh says so).
 QEMU_BACKPORTS=10.0.
-if ! qemu_has_igb; then
+if ! qemu_has_nic igb; then
 	[ "$(id -u)" = 0 ] || die "need root to install QEMU $QEMU_BACKPORTS from bookworm-backports"
 	sources=/etc/apt/sources.list.d/napi-series-backports.sources
 	if [ ! -f "$sources" ]; then

@@ -19,14 +19,17 @@ uname -r >"$out/guest-kernel"
 # nic_config NIC: point the drivers/net tests (NetDrvEnv reads NETIF from
 # the environment, NetDrvEpEnv also the remote end) at a real NIC of the
 # VM: "virtio" is the first virtio-net NIC of 'vng --network loop' by MAC
-# address, "igb" the first igb NIC (VM_IGB=1), each with the next NIC of
-# its kind as the remote end in a netns; anything else leaves them on
-# netdevsim. (The shared ksft tree is read-only here, so no net.config.)
+# address, "igb", "e1000e" or "pcnet" the first NIC of that QEMU model
+# (VM_NICS), each with the next NIC of its kind as the remote end in a
+# netns; "netdevsim" or nothing leaves them on netdevsim. (The shared
+# ksft tree is read-only here, so no net.config.)
 nic_config() {
 	unset NETIF LOCAL_V4 REMOTE_V4 REMOTE_TYPE REMOTE_ARGS
 	case $1 in
 	virtio) driver=virtio_net prefix=198.51.100 ;;
 	igb) driver=igb prefix=203.0.113 ;;
+	e1000e) driver=e1000e prefix=198.18.5 ;;
+	pcnet) driver=pcnet32 prefix=198.18.6 ;;
 	*) return 0 ;;
 	esac
 	udevadm settle 2>/dev/null

@@ -33,23 +33,25 @@ export GIT_COMMITTER_NAME="$GIT_AUTHOR_NAME" GIT_COMMITTER_EMAIL="$GIT_AUTHOR_EM
 log() { printf '==> %s\n' "$*" >&2; }
 die() { printf 'ERROR: %s\n' "$*" >&2; exit 1; }
 
-# qemu_has_igb: whether this QEMU emulates the 82576 (igb, QEMU 8.0+).
-# grep reads all of it: with -q it could stop early and, under pipefail,
-# QEMU's SIGPIPE would read as "no igb".
-qemu_has_igb() {
-	qemu-system-x86_64 -device help 2>/dev/null | grep '^name "igb"' >/dev/null
+# qemu_has_nic MODEL: whether this QEMU emulates NIC MODEL (igb: QEMU
+# 8.0+). grep reads all of it: with -q it could stop early and, under
+# pipefail, QEMU's SIGPIPE would read as "no such NIC".
+qemu_has_nic() {
+	qemu-system-x86_64 -device help 2>/dev/null | grep "^name \"$1\"" >/dev/null
 }
 
-# use_igb WHAT: export VM_IGB=1 if this QEMU emulates igb, else warn that
-# WHAT is left out and set IGB_WHY to why (for the skipped entries).
-use_igb() {
-	IGB_WHY=
-	if qemu_has_igb; then
-		export VM_IGB=1
+# use_nic MODEL WHAT: add MODEL to VM_NICS (a pair of them in the VM) if
+# this QEMU emulates it, else warn that WHAT is left out and add why to
+# NIC_WHY (for the skipped entries).
+use_nic() {
+	if qemu_has_nic "$1"; then
+		export VM_NICS="${VM_NICS:+$VM_NICS }$1"
 		return 0
 	fi
-	IGB_WHY="$(qemu-system-x86_64 --version | head -1) cannot emulate igb"
-	log "WARNING: $IGB_WHY: $1"
+	local why
+	why="$(qemu-system-x86_64 --version | head -1) cannot emulate $1"
+	NIC_WHY="${NIC_WHY:+$NIC_WHY; }$why"
+	log "WARNING: $why: $2"
 }
 
 make_cc() {

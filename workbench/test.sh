@@ -5,7 +5,7 @@
 # benchmark smoke run. Prints one line per result, XFAILs on a line of
 # their own and the closing "N passed, N failed, N skipped"; non-zero exit
 # on any failure, including a step that died without its result file.
-# TESTS=substring runs only matching selftests (and skips the package and
+# TESTS=substring[,substring...] runs only matching selftests (and skips the package and
 # bench checks); SKIP_STATIC=1 skips the per-patch checks (developer loop).
 . "$(dirname "$0")/lib.sh"
 start=$(date +%s)
@@ -119,17 +119,23 @@ slow=no
 # for the accelerator. The guest runs it, the report reads it.
 mkdir -p "$RESULTS/vm"
 list_entries "$TOP/workbench/selftests.list" |
-	awk -v only="${TESTS:-}" -v scale="$scale" 'only == "" || index($1, only) {print $1, int($2 * scale + 0.5), $3}' \
+	awk -v only="${TESTS:-}" -v scale="$scale" '
+		BEGIN { n = split(only, want, ",") }
+		{ hit = n == 0; for (i = 1; i <= n; i++) hit = hit || index($1 "@" $3, want[i]) }
+		hit { print $1, int($2 * scale + 0.5), $3 }' \
 	>"$RESULTS/vm/plan"
-# Tests on a virtio NIC need 'vng --network loop', on igb the igb pair
-# (QEMU 8.0+; deps.sh installs 10 from bookworm-backports). Without it
-# the igb tests SKIP, loudly, with the reason.
+# Tests on a virtio NIC need 'vng --network loop', on any other NIC a
+# pair of that QEMU model (igb: QEMU 8.0+; deps.sh installs 10 from
+# bookworm-backports). A NIC this QEMU lacks SKIPs its tests, loudly,
+# with the reason.
 grep -q ' virtio$' "$RESULTS/vm/plan" && export VM_NETWORK=loop
-IGB_WHY=
-grep -q ' igb$' "$RESULTS/vm/plan" && use_igb "the igb tests SKIP"
+NIC_WHY=
+for nic in $(awk '$3 != "" && $3 != "virtio" {print $3}' "$RESULTS/vm/plan" | sort -u); do
+	use_nic "$nic" "the $nic tests SKIP"
+done
 total=$(awk '{s += $2} END {print s + 0}' "$RESULTS/vm/plan")
 VM_ACCEL=$accel "$TOP/workbench/vm.sh" "$OBJ/arch/x86/boot/bzImage" "$RESULTS/vm" $((total + 120)) \
-	"env KSFT_MACHINE_SLOW=$slow SKIP_WHY='$IGB_WHY' $TOP/workbench/guest-run-tests.sh $TOP/build/ksft $RESULTS/vm" || true
+	"env KSFT_MACHINE_SLOW=$slow SKIP_WHY='$NIC_WHY' $TOP/workbench/guest-run-tests.sh $TOP/build/ksft $RESULTS/vm" || true
 
 # 'make package' on the kernel built above (no second build): metadata,
 # contents, and the packaged image booted for one short test

@@ -19,21 +19,31 @@ args=(--run "$kernel" --cpus "${VM_CPUS:-2}" --memory "${VM_MEMORY:-2G}"
       --exec "$command")
 # VM_NETWORK=loop adds two virtio-net NICs (eth0, eth1) on one QEMU hub.
 [ -n "${VM_NETWORK:-}" ] && args+=(--network "$VM_NETWORK" --no-dhcp)
-# VM_IGB=1 adds two igb NICs (82576: MSI-X, a vector per RX and per TX
-# queue) on a hub of their own, each behind a PCIe root port of its own:
+# VM_NICS="igb e1000e pcnet" adds two NICs of each QEMU model on a hub
+# of their own. PCIe NICs sit each behind a PCIe root port of its own:
 # an igb reserves the two slots 16 above its own for its SR-IOV VFs,
 # which the root bus (vng's devices in slots 1 to 11, q35's LPC in 31)
-# cannot spare twice.
-if [ -n "${VM_IGB:-}" ] && [ "$VM_IGB" != 0 ]; then
-	qemu_has_igb || die "VM_IGB: $(qemu-system-x86_64 --version | head -1) has no igb"
-	igb=
+# cannot spare twice. Conventional PCI NICs sit on the root bus. The
+# n-th model's NICs are at slots 12 + 2n and 13 + 2n, with MAC addresses
+# 52:54:00:1b:0n:00 and :01.
+n=0
+for model in ${VM_NICS:-}; do
+	qemu_has_nic "$model" || die "VM_NICS: $(qemu-system-x86_64 --version | head -1) has no $model"
+	nics=
 	for i in 0 1; do
-		igb+=" -device pcie-root-port,id=igbport$i,chassis=$((70 + i)),addr=$(printf 0x%x $((12 + i)))"
-		igb+=" -netdev hubport,id=igb$i,hubid=7"
-		igb+=" -device igb,bus=igbport$i,netdev=igb$i,mac=52:54:00:1b:00:0$i"
+		slot=$((12 + 2 * n + i))
+		case $model in
+		igb | e1000e)
+			nics+=" -device pcie-root-port,id=${model}port$i,chassis=$((58 + slot)),addr=$(printf 0x%x "$slot")"
+			bus=bus=${model}port$i ;;
+		*) bus=bus=pcie.0,addr=$(printf 0x%x "$slot") ;;
+		esac
+		nics+=" -netdev hubport,id=${model}$i,hubid=$((7 + n))"
+		nics+=" -device $model,$bus,netdev=${model}$i,mac=52:54:00:1b:0$n:0$i"
 	done
-	args+=("--qemu-opts=${igb# }")
-fi
+	args+=("--qemu-opts=${nics# }")
+	n=$((n + 1))
+done
 tcg_thread=
 if [ "$accel" = tcg ]; then
 	tcg_thread=${VM_TCG_THREAD:-single}
