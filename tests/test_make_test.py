@@ -78,7 +78,7 @@ def test_plan_takes_several_filters_and_boots_their_nics(tmp_path):
         "vm-accel.sh": "echo tcg",
         "vm.sh": 'echo "VM_NICS=$VM_NICS VM_NETWORK=${VM_NETWORK:-} CMD=$4" >"$2/vm-env"',
     }, path_stubs={"qemu-system-x86_64": 'echo \'name "igb", bus PCI\'; echo "QEMU 10"'},
-        env_extra={"TESTS": "napi_reconfig,napi_id.py@igb", "SKIP_STATIC": "1"})
+        env_extra={"TESTS": "napi_reconfig.py@e1000e,napi_id.py@igb", "SKIP_STATIC": "1"})
     results = tmp_path / "top" / "build" / "results" / "vm"
     plan = (results / "plan").read_text().splitlines()
     assert plan == ["drivers/net:napi_id.py 180 igb",
