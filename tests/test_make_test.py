@@ -77,7 +77,10 @@ def test_plan_takes_several_filters_and_boots_their_nics(tmp_path):
         "ksft-install.sh": "exit 0",
         "vm-accel.sh": "echo tcg",
         "vm.sh": 'echo "VM_NICS=$VM_NICS VM_NETWORK=${VM_NETWORK:-} CMD=$4" >"$2/vm-env"',
-    }, path_stubs={"qemu-system-x86_64": 'echo \'name "igb", bus PCI\'; echo "QEMU 10"'},
+    }, path_stubs={"qemu-system-x86_64":
+                   # Long output: a reader that stops early kills it with
+                   # SIGPIPE, which pipefail must not turn into an exit.
+                   'echo \'name "igb", bus PCI\'; echo "QEMU 10"; sleep 0.2; seq 100000'},
         env_extra={"TESTS": "napi_reconfig.py@e1000e,napi_id.py@igb", "SKIP_STATIC": "1"})
     results = tmp_path / "top" / "build" / "results" / "vm"
     plan = (results / "plan").read_text().splitlines()

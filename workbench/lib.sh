@@ -49,7 +49,9 @@ use_nic() {
 		return 0
 	fi
 	local why
-	why="$(qemu-system-x86_64 --version | head -1) cannot emulate $1"
+	# sed reads it all: under pipefail, head's early exit could kill
+	# QEMU with SIGPIPE, and the assignment the script.
+	why="$(qemu-system-x86_64 --version | sed -n 1p) cannot emulate $1"
 	NIC_WHY="${NIC_WHY:+$NIC_WHY; }$why"
 	log "WARNING: $why: $2"
 }

@@ -28,7 +28,7 @@ args=(--run "$kernel" --cpus "${VM_CPUS:-2}" --memory "${VM_MEMORY:-2G}"
 # 52:54:00:1b:0n:00 and :01.
 n=0
 for model in ${VM_NICS:-}; do
-	qemu_has_nic "$model" || die "VM_NICS: $(qemu-system-x86_64 --version | head -1) has no $model"
+	qemu_has_nic "$model" || die "VM_NICS: $(qemu-system-x86_64 --version | sed -n 1p) has no $model"
 	nics=
 	for i in 0 1; do
 		slot=$((12 + 2 * n + i))
