@@ -89,3 +89,18 @@ def test_plan_takes_several_filters_and_boots_their_nics(tmp_path):
     env = (results / "vm-env").read_text()
     assert "VM_NICS=igb " in env and "VM_NETWORK= " in env, env
     assert "cannot emulate e1000e" in env, env
+
+
+def test_use_nic_adds_each_model_once(tmp_path):
+    """make test exports VM_NICS for the selftests and the bench smoke run
+    adds igb again: a model listed twice is two QEMU devices with one ID."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "qemu-system-x86_64").write_text(
+        "#!/bin/sh\necho 'name \"igb\", bus PCI'; echo 'name \"e1000e\", bus PCI'\n")
+    (bindir / "qemu-system-x86_64").chmod(0o755)
+    script = (f'. "{TOP}/workbench/lib.sh"; VM_NICS="e1000e igb"; '
+              'use_nic igb x; use_nic e1000e x; echo "$VM_NICS"')
+    proc = subprocess.run(["bash", "-c", script], capture_output=True, text=True, check=True,
+                          env=dict(os.environ, PATH=f"{bindir}:{os.environ['PATH']}"))
+    assert proc.stdout.split() == ["e1000e", "igb"], proc.stdout

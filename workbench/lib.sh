@@ -40,10 +40,11 @@ qemu_has_nic() {
 	qemu-system-x86_64 -device help 2>/dev/null | grep "^name \"$1\"" >/dev/null
 }
 
-# use_nic MODEL WHAT: add MODEL to VM_NICS (a pair of them in the VM) if
-# this QEMU emulates it, else warn that WHAT is left out and add why to
+# use_nic MODEL WHAT: add MODEL to VM_NICS (a pair of them in the VM), once,
+# if this QEMU emulates it, else warn that WHAT is left out and add why to
 # NIC_WHY (for the skipped entries).
 use_nic() {
+	case " ${VM_NICS:-} " in *" $1 "*) return 0 ;; esac
 	if qemu_has_nic "$1"; then
 		export VM_NICS="${VM_NICS:+$VM_NICS }$1"
 		return 0
