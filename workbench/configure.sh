@@ -1,7 +1,7 @@
 #!/bin/bash
 # Generate the kernel .config in an O= directory:
 #   virtme-ng minimal VM config + selftest fragments + config/*.config.
-# usage: configure.sh SRC OBJ [debug|nodebug|bisect|kasan|rt]
+# usage: configure.sh SRC OBJ [debug|nodebug|bisect|kasan|rt|kcsan]
 . "$(dirname "$0")/lib.sh"
 src=$1 obj=$2 flavour=${3:-debug}
 export PATH=$VENV/bin:$PATH
@@ -22,6 +22,7 @@ nodebug) fragments+=("$TOP/config/nodebug.config") ;;
 bisect) fragments+=("$TOP/config/bisect.config") ;;
 kasan) fragments+=("$TOP/config/kasan.config") ;;
 rt) fragments+=("$TOP/config/rt.config") ;;
+kcsan) fragments+=("$TOP/config/kcsan.config") ;;
 *) die "unknown config flavour $flavour" ;;
 esac
 
@@ -52,6 +53,7 @@ checked=("$TOP/config/series.config" "$TOP/config/debug.config")
 [ "$flavour" = bisect ] && checked=("$TOP/config/bisect.config")
 [ "$flavour" = kasan ] && checked=("$TOP/config/series.config" "$TOP/config/kasan.config")
 [ "$flavour" = rt ] && checked+=("$TOP/config/rt.config")
+[ "$flavour" = kcsan ] && checked=("$TOP/config/series.config" "$TOP/config/kcsan.config")
 lost=$(lost_options "$obj/.config" "${checked[@]}")
 if [ "$flavour" = nodebug ]; then
 	# Except what debug.config asks for and nodebug.config overrides.

@@ -16,6 +16,8 @@ if [ -n "${KASAN:-}" ] && [ "${KASAN}" != 0 ]; then
 	OBJ=${OBJ:-$CACHE/obj-kasan} FLAVOUR=kasan
 elif [ -n "${RT:-}" ] && [ "${RT}" != 0 ]; then
 	OBJ=${OBJ:-$CACHE/obj-rt} FLAVOUR=rt
+elif [ -n "${KCSAN:-}" ] && [ "${KCSAN}" != 0 ]; then
+	OBJ=${OBJ:-$CACHE/obj-kcsan} FLAVOUR=kcsan
 else
 	OBJ=${OBJ:-$CACHE/obj} FLAVOUR=debug
 fi

@@ -105,6 +105,8 @@ scale=1
 # against the debug kernel: busy_poll_test 252 s -> 1097 s, napi_config
 # 65 s -> 274 s), so twofold timed a passing busy_poll_test out.
 [ "$FLAVOUR" = kasan ] && scale=$(echo "$scale * ${KASAN_TIMEOUT_SCALE:-4}" | bc)
+# KCSAN's watchpoints slow them too; the same factor, not measured apart.
+[ "$FLAVOUR" = kcsan ] && scale=$(echo "$scale * ${KASAN_TIMEOUT_SCALE:-4}" | bc)
 # 6.12's KASAN takes the direct map for wild memory when an interrupt
 # lands while identify_cpu() has cleared the boot CPU's feature bits: its
 # shadow bounds follow X86_FEATURE_LA57, which TCG's "max" CPU offers
@@ -114,7 +116,7 @@ scale=1
 # 6.12's selftests relax their timing checks on KSFT_MACHINE_SLOW=yes:
 # emulation and KASAN are such machines.
 slow=no
-{ [ "$accel" = tcg ] || [ "$FLAVOUR" = kasan ]; } && slow=yes
+{ [ "$accel" = tcg ] || [ "$FLAVOUR" = kasan ] || [ "$FLAVOUR" = kcsan ]; } && slow=yes
 # The plan: the selftests TESTS selects, each with its time limit scaled
 # for the accelerator. The guest runs it, the report reads it.
 mkdir -p "$RESULTS/vm"
