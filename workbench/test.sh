@@ -47,6 +47,20 @@ else
 fi
 tail -1 "$RESULTS/unit.log" >&2
 
+# Informational: how the base's drivers use the NAPI API (README, "Driver
+# patterns"). Fails only if the audit cannot run; a fresh clone has no
+# base yet at this point (fetch-base.sh comes below): no result then.
+step "NAPI driver-pattern audit of the base"
+if ! tag=$(base_tag 2>/dev/null); then
+	log "no base tree in $SRC yet: no audit"
+elif python3 "$TOP/workbench/napi-audit.py" --git "$SRC" --rev "$tag" \
+	--json "$RESULTS/napi-audit.json" >"$RESULTS/napi-audit.txt" 2>&1; then
+	add_result "$wb" audit:napi-patterns static pass
+	sed '/^Every count/,$d' "$RESULTS/napi-audit.txt" >&2
+else
+	add_result "$wb" audit:napi-patterns static fail "$(tail -1 "$RESULTS/napi-audit.txt")"
+fi
+
 base_desc=
 finish() {
 	step "report (results in $RESULTS)"
