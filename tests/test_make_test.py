@@ -42,6 +42,7 @@ def test_crashed_check_patches_is_a_named_failure(tmp_path):
     proc, lines = make_test(tmp_path, {
         "deps.sh": "exit 0",
         "fetch-base.sh": "exit 0",
+        "napi-audit.py": "exit 0",
         "prepare-tree.sh": "exit 0",
         "check-newest.sh": "echo '[]' >\"$1\"",
         # Dies as a crash would: no static.json.
@@ -51,7 +52,8 @@ def test_crashed_check_patches_is_a_named_failure(tmp_path):
     assert proc.returncode != 0
     assert any(line.startswith("FAIL  check-patches - no static.json: check-patches died")
                for line in lines), lines
-    assert lines[-1] == "2 passed, 2 failed, 0 skipped"   # unit tests, series:apply
+    # passed: unit tests, audit, series:apply; failed: check-patches, build
+    assert lines[-1] == "3 passed, 2 failed, 0 skipped"
 
 
 def test_missing_base_is_a_named_failure(tmp_path):
@@ -71,6 +73,7 @@ def test_plan_takes_several_filters_and_boots_their_nics(tmp_path):
     proc, lines = make_test(tmp_path, {
         "deps.sh": "exit 0",
         "fetch-base.sh": "exit 0",
+        "napi-audit.py": "exit 0",
         "prepare-tree.sh": "exit 0",
         "check-newest.sh": "echo '[]' >\"$1\"",
         "build.sh": "exit 0",

@@ -19,8 +19,8 @@ uname -r >"$out/guest-kernel"
 # nic_config NIC: point the drivers/net tests (NetDrvEnv reads NETIF from
 # the environment, NetDrvEpEnv also the remote end) at a real NIC of the
 # VM: "virtio" is the first virtio-net NIC of 'vng --network loop' by MAC
-# address, "igb", "e1000e" or "pcnet" the first NIC of that QEMU model
-# (VM_NICS), each with the next NIC of its kind as the remote end in a
+# address, a QEMU model's name (igb, e1000e, pcnet, e1000, i82559er,
+# rtl8139, tulip, vmxnet3) the first NIC of that model (VM_NICS), each with the next NIC of its kind as the remote end in a
 # netns; "netdevsim" or nothing leaves them on netdevsim. (The shared
 # ksft tree is read-only here, so no net.config.)
 nic_config() {
@@ -30,6 +30,11 @@ nic_config() {
 	igb) driver=igb prefix=203.0.113 ;;
 	e1000e) driver=e1000e prefix=198.18.5 ;;
 	pcnet) driver=pcnet32 prefix=198.18.6 ;;
+	e1000) driver=e1000 prefix=198.18.7 ;;
+	i82559er) driver=e100 prefix=198.18.8 ;;
+	rtl8139) driver=8139cp prefix=198.18.9 ;;
+	tulip) driver=tulip prefix=198.18.10 ;;
+	vmxnet3) driver=vmxnet3 prefix=198.18.11 ;;
 	*) return 0 ;;
 	esac
 	udevadm settle 2>/dev/null

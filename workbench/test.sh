@@ -47,20 +47,6 @@ else
 fi
 tail -1 "$RESULTS/unit.log" >&2
 
-# Informational: how the base's drivers use the NAPI API (README, "Driver
-# patterns"). Fails only if the audit cannot run; a fresh clone has no
-# base yet at this point (fetch-base.sh comes below): no result then.
-step "NAPI driver-pattern audit of the base"
-if ! tag=$(base_tag 2>/dev/null); then
-	log "no base tree in $SRC yet: no audit"
-elif python3 "$TOP/workbench/napi-audit.py" --git "$SRC" --rev "$tag" \
-	--json "$RESULTS/napi-audit.json" >"$RESULTS/napi-audit.txt" 2>&1; then
-	add_result "$wb" audit:napi-patterns static pass
-	sed '/^Every count/,$d' "$RESULTS/napi-audit.txt" >&2
-else
-	add_result "$wb" audit:napi-patterns static fail "$(tail -1 "$RESULTS/napi-audit.txt")"
-fi
-
 base_desc=
 finish() {
 	step "report (results in $RESULTS)"
@@ -77,6 +63,17 @@ if ! logged base "$TOP/workbench/fetch-base.sh"; then
 fi
 # For the report's header: what fetch-base.sh really unpacked.
 base_desc=$(git -C "$SRC" log -1 --format=%s "$(base_tag)" 2>/dev/null | sed 's/^base: //') || base_desc=unknown
+
+# Informational: how the base's drivers use the NAPI API (README, "Driver
+# patterns"). Fails only if the audit cannot run.
+step "NAPI driver-pattern audit of the base"
+if "$TOP/workbench/napi-audit.py" --git "$SRC" --rev "$(base_tag)" \
+	--json "$RESULTS/napi-audit.json" >"$RESULTS/napi-audit.txt" 2>&1; then
+	add_result "$wb" audit:napi-patterns static pass
+	sed '/^Every count/,$d' "$RESULTS/napi-audit.txt" >&2
+else
+	add_result "$wb" audit:napi-patterns static fail "$(tail -1 "$RESULTS/napi-audit.txt")"
+fi
 
 step "apply the series to the base"
 if ! logged apply "$TOP/workbench/prepare-tree.sh"; then
@@ -151,7 +148,7 @@ for nic in $(awk '$3 != "" && $3 != "virtio" {print $3}' "$RESULTS/vm/plan" | so
 done
 total=$(awk '{s += $2} END {print s + 0}' "$RESULTS/vm/plan")
 VM_ACCEL=$accel "$TOP/workbench/vm.sh" "$OBJ/arch/x86/boot/bzImage" "$RESULTS/vm" $((total + 120)) \
-	"env KSFT_MACHINE_SLOW=$slow SKIP_WHY='$NIC_WHY' $TOP/workbench/guest-run-tests.sh $TOP/build/ksft $RESULTS/vm" || true
+	"env KSFT_MACHINE_SLOW=$slow NAPI_RECONFIG_LOOPS=${NAPI_RECONFIG_LOOPS:-1} SKIP_WHY='$NIC_WHY' $TOP/workbench/guest-run-tests.sh $TOP/build/ksft $RESULTS/vm" || true
 
 # 'make package' on the kernel built above (no second build): metadata,
 # contents, and the packaged image booted for one short test

@@ -19,7 +19,7 @@ args=(--run "$kernel" --cpus "${VM_CPUS:-2}" --memory "${VM_MEMORY:-2G}"
       --exec "$command")
 # VM_NETWORK=loop adds two virtio-net NICs (eth0, eth1) on one QEMU hub.
 [ -n "${VM_NETWORK:-}" ] && args+=(--network "$VM_NETWORK" --no-dhcp)
-# VM_NICS="igb e1000e pcnet" adds two NICs of each QEMU model on a hub
+# VM_NICS="igb e1000e pcnet ..." adds two NICs of each QEMU model on a hub
 # of their own. PCIe NICs sit each behind a PCIe root port of its own:
 # an igb reserves the two slots 16 above its own for its SR-IOV VFs,
 # which the root bus (vng's devices in slots 1 to 11, q35's LPC in 31)
@@ -33,7 +33,7 @@ for model in ${VM_NICS:-}; do
 	for i in 0 1; do
 		slot=$((12 + 2 * n + i))
 		case $model in
-		igb | e1000e)
+		igb | e1000e | vmxnet3)
 			nics+=" -device pcie-root-port,id=${model}port$i,chassis=$((58 + slot)),addr=$(printf 0x%x "$slot")"
 			bus=bus=${model}port$i ;;
 		*) bus=bus=pcie.0,addr=$(printf 0x%x "$slot") ;;
