@@ -3,9 +3,18 @@
 """Turn the JSON lines of the bench runs under DIR (run*/rr.jsonl,
 run*/mc.jsonl) into seed-style markdown tables (DIR/bench.md), one JSON
 summary (DIR/bench.json) and plots (DIR/*.png). bench.md opens with the
-issue's goals, pass/fail per device. Every number is the median over the
-repetitions that produced one, and says how many that is (n=ok/all);
-failed repetitions are listed, not dropped; spread is min..max. Counts
+issue's goals per device, judged on every planned repetition, never on a
+median: "broken" (which repetition, why) if one is missing, failed, ran
+in a boot whose guest did not finish or whose kernel splatted, recorded
+no counters or did not serve its traffic (errors, timeouts, under 95 %
+of the offered rate, load generator saturated), or a ratio's reference
+is under 0.01 per request; else "missed" if every repetition misses a
+criterion, "unresolved" if only some do or they spread wider than the
+goal's tolerance, "not measured" (why), "pass (partial: ...)" if a
+criterion does not apply to the device, and only then "pass". In the
+tables every number is the median over the repetitions that produced
+one, and says how many that is (n=ok/all); failed and missing
+repetitions are listed, not dropped; spread is min..max. Counts
 "per request/query" are over the measured window only (see
 bench/benchlib.py); "SUT" counts are the system under test's device and
 CPUs, "system-wide" ones everything. Exit 1 when a run has no usable
@@ -21,6 +30,8 @@ from collections import defaultdict
 
 PCTS = ("p5", "p50", "p95", "p99")
 MAX_LOSS = 0.01         # no ratio where either side lost more
+SERVED = 0.95           # a repetition must serve this share of the offered rate
+MIN_REF = 0.01          # per request: a smaller reference gives no ratio
 TCG_NOTE = ("Under TCG (emulation): absolute times are not comparable with hardware; "
             "read the ratios between modes and the per-request counts.")
 # Per-exchange SUT counts (bench/benchlib.py window_counts()).
@@ -50,11 +61,35 @@ def load_runs(top):
             if os.path.exists(path):
                 with open(path) as f:
                     run[bench] = [json.loads(line) for line in f if line.strip()]
+        # A repetition is judged with the boot it ran in.
+        run["problem"] = run_problem(d)
+        if run["problem"]:
+            for c in run["rr"] + run["mc"]:
+                c["run_problem"] = run["problem"]
         # The collapse experiment's cells have their own section.
         run["collapse"] = [c for c in run["rr"] if c.get("experiment") == "collapse"]
         run["rr"] = [c for c in run["rr"] if c.get("experiment") != "collapse"]
         runs.append(run)
     return runs
+
+
+def run_problem(d):
+    """Why no cell of the run in D can count toward a goal, or None: the
+    guest did not finish (guest-bench.sh writes guest-finished last; a
+    nonzero status there comes from failed cells or a script that died,
+    whose repetitions are judged one by one, missing ones included) or
+    the kernel splatted (bench.sh writes splat.py's findings to splats.txt)."""
+    if read(d, "guest-finished", None) is None:
+        return "guest did not finish (no guest-finished)"
+    try:
+        splats = json.loads(read(d, "splats.txt", None) or "")
+    except ValueError:
+        return "no splat scan (splats.txt missing or unreadable)"
+    if isinstance(splats, dict):
+        return f"no splat scan ({splats.get('error', '?')})"
+    if splats:
+        return f"kernel splat: {splats[0].get('kind')}: {splats[0].get('text', '')}"[:120]
+    return None
 
 
 def read(d, name, default):
@@ -101,6 +136,67 @@ def rep_failure(cell):
     if cell["bench"] == "mc" and not cell["load_gen"].get("received"):
         return f"0 replies of {cell['load_gen'].get('sent', 0)}"
     return None
+
+
+def rep_problem(cell):
+    """Why a repetition cannot count toward a goal, or None: its boot did
+    not finish or splatted, it failed, recorded no counters, or did not
+    serve its traffic."""
+    why = cell.get("run_problem") or rep_failure(cell)
+    if why or not cell.get("counters"):
+        return why or "no counters recorded"
+    return unserved(cell)
+
+
+def unserved(cell):
+    """How a repetition failed to serve the traffic it was offered, or
+    None: errors, timeouts, less than SERVED of the offered rate, or a
+    load generator that fell behind its schedule."""
+    if cell["bench"] == "rr":
+        client = cell["client"]
+        found = [f"{client['send_errors']} send errors" if client.get("send_errors") else None]
+        if client.get("received", 0) < SERVED * offered(client):
+            found.append(f"served {client.get('received', 0)} of {offered(client)} requests "
+                         f"(< {SERVED:.0%})")
+    else:
+        lg, load = cell["load_gen"], cell.get("load")
+        found = [f"{lg[k]} {k}" if lg.get(k) else None for k in ("errors", "timeouts")]
+        # The closed loop (MAX) offers no rate.
+        if isinstance(load, (int, float)) and lg.get("achieved_qps", 0) < SERVED * load:
+            found.append(f"achieved {lg.get('achieved_qps', 0):.0f} of {load} qps")
+        if lg.get("saturated"):
+            found.append("load generator saturated (behind its schedule)")
+    return "; ".join(f for f in found if f) or None
+
+
+MISSING = "missing (no cell recorded)"
+
+
+def planned_reps(cells):
+    """How many repetitions the run planned: rr_grid.py and mc_sweep.py
+    record it in each cell; without it, one more than the highest seen."""
+    recorded = [c["reps"] for c in cells if c.get("reps")]
+    return max(recorded) if recorded else max((c.get("rep", 0) for c in cells), default=-1) + 1
+
+
+def rep_record(cell):
+    """What the goals read from one repetition."""
+    client = cell.get("client") or {}
+    return {"rep": cell.get("rep"), "problem": rep_problem(cell),
+            "sut": (cell.get("counters") or {}).get("sut") or {},
+            "cpu": cell.get("server_cpu_pct"), "lost": lost(client), "sent": offered(client)}
+
+
+def rep_fields(every, planned):
+    """reps, failed (for reps_text) and per_rep of an aggregated cell:
+    every planned repetition, a missing one included."""
+    seen = {c.get("rep") for c in every}
+    missing = [{"rep": r, "problem": MISSING, "sut": {}, "cpu": None, "lost": 0, "sent": 0}
+               for r in range(planned) if r not in seen]
+    per_rep = sorted([rep_record(c) for c in every] + missing, key=lambda r: r["rep"] or 0)
+    return {"reps": len(per_rep), "per_rep": per_rep,
+            "failed": sorted([(c.get("rep"), rep_failure(c)) for c in every if rep_failure(c)]
+                             + [(r["rep"], MISSING) for r in missing], key=lambda f: f[0] or 0)}
 
 
 def reps_text(a):
@@ -240,7 +336,9 @@ def ratio_value(a, b, what, key):
 def rr_cells(cells):
     """(device, transport, rate, delay, mode) -> medians over the
     repetitions that produced a figure, with how many did (n) and what
-    happened to the others."""
+    happened to the others, missing ones included; per_rep: what the
+    goals judge."""
+    planned = planned_reps(cells)
     groups = defaultdict(list)
     for c in cells:
         if c.get("status") in ("ok", "error") and "mode" in c:
@@ -255,8 +353,7 @@ def rr_cells(cells):
              for p in PCTS + ("p999", "max")}
         a["p99_spread"] = [x / 1000 if x is not None else None
                            for x in spread([x.get("p99") for x in lat])]
-        a.update(name=key[4], reps=len(every), reps_ok=len(good),
-                 failed=[(c.get("rep"), rep_failure(c)) for c in every if rep_failure(c)],
+        a.update(rep_fields(every, planned), name=key[4], reps_ok=len(good),
                  cannot_engage=engage_reason(key[0], key[1], key[4]))
         a["lost"] = sum(lost(c["client"]) for c in ok)
         a["sent"] = sum(offered(c["client"]) for c in ok)
@@ -400,29 +497,33 @@ def rr_ratio_lines(summary, lines):
                          f"{shown.get('interrupts', '-')} | {shown.get('busy-thread', '-')} |")
 
 
-BASELINE_KEYS = ("rx_polls_with_work", "rx_irqs", "net_rx_softirqs_sut_cpus")
+# Each compared SUT count: the per-request counts it sums.
+BASELINE_SUMS = {"rx_polls_with_work": ("rx_polls_softirq", "rx_polls_kthread", "rx_polls_app"),
+                 "rx_irqs": ("rx_irqs",),
+                 "net_rx_softirqs_sut_cpus": ("net_rx_softirqs_sut_cpus",)}
+BASELINE_KEYS = tuple(BASELINE_SUMS)
 
 
-def polls_with_work(a):
-    s = a["sut"]
-    parts = [s.get(k) for k in ("rx_polls_softirq", "rx_polls_kthread", "rx_polls_app")]
-    return None if any(p is None for p in parts) else sum(parts)
+def sum_of(sut, keys):
+    """The sum of the SUT counts KEYS, None if any is missing."""
+    parts = [sut.get(k) for k in keys]
+    return None if None in parts else sum(parts)
 
 
 def baseline_rows(base_agg, patched_agg):
     """Patched / base per cell of the interrupt mode: latency and the SUT
-    counts per request, n/a where either side lost more than MAX_LOSS."""
+    counts per request (medians), n/a where either side lost more than
+    MAX_LOSS; base and patched: both cells, for the goal."""
     rows = []
     for key, base in sorted(base_agg.items()):
         new = patched_agg.get(key)
         if not new:
             continue
-        row = {"key": key}
+        row = {"key": key, "base": base, "patched": new}
         for metric in ("p50", "p99"):
             row[metric], row[f"{metric}_shown"] = ratio_or_na(new, base, "base", metric)
         for metric in BASELINE_KEYS:
-            a, b = ((polls_with_work(x) if metric == "rx_polls_with_work" else x["sut"][metric])
-                    for x in (new, base))
+            a, b = (sum_of(x["sut"], BASELINE_SUMS[metric]) for x in (new, base))
             why = why_no_ratio(new, base, "base", None)
             row[metric] = None if why else ratio(a, b, 3)
             row[f"{metric}_shown"] = why or fmt(row[metric], 3)
@@ -638,6 +739,7 @@ def run_time_lines(rows, lines):
 # --- memcached under load (issue: seed 001) ---------------------------------
 
 def mc_points(points):
+    planned = planned_reps(points)
     groups = defaultdict(list)
     for p in points:
         if p.get("status") in ("ok", "error") and "variant" in p:
@@ -660,9 +762,8 @@ def mc_points(points):
              "sent": sum(p["load_gen"].get("sent", 0) for p in ok),
              "saturated": sum(bool(x.get("saturated")) for x in lg) * 2 > len(lg),
              "irq_suspend_ms": med([p.get("irq_suspend_ms") for p in every]),
-             "name": key[2], "reps": len(every), "reps_ok": len(good),
-             "failed": [(p.get("rep"), rep_failure(p)) for p in every if rep_failure(p)],
-             "cannot_engage": None}
+             "name": key[2], "reps_ok": len(good), "cannot_engage": None}
+        a.update(rep_fields(every, planned))
         a["loss_frac"] = a["errors"] / a["sent"] if a["sent"] else None
         a["sut"] = counts_of(ok, "sut")
         a["system"] = counts_of(ok, "system")
@@ -769,37 +870,120 @@ NO_IRQS = {"netdevsim": "netdevsim has no interrupts",
            "igb": "QEMU's 82576 model neither auto-masks a vector when it fires nor stays "
                   "quiet at throttle expiry (hw/net/igb_core.c): RX IRQs cannot show masking"}
 SATURATED_CPU = 95.0    # % busy of the server core in the window
+OFF_TOLERANCE = 0.02    # features off: patched/base within 1 ± this
+# Worst first: a goal takes its worst criterion's status.
+STATUS_ORDER = ("broken", "missed", "unresolved", "not measured", "n/a", "pass")
 
 
-def check(label, value, ok, shown, why=None):
-    """One criterion: (status, text). VALUE None: not measured, WHY."""
-    if value is None:
-        return "not measured", f"{label}: not measured ({why or 'no figure'})"
-    return ("pass", f"{label} {shown}") if ok(value) else ("missed", f"MISSED {label} {shown}")
+def worst(statuses):
+    return min(statuses, key=STATUS_ORDER.index)
 
 
-def goal_row(goal, device, where, checks):
-    """A goal is missed if any criterion is, else not measured if any
-    is, else passed; criteria that do not apply to the device ("n/a")
-    count for neither."""
-    statuses = {status for status, _ in checks}
-    status = "missed" if "missed" in statuses else \
-        "not measured" if "not measured" in statuses or not checks else "pass"
-    return {"goal": goal, "device": device, "where": where, "status": status,
+def span(values, nd=3):
+    """VALUES as one figure, or their range over the repetitions."""
+    if not values or None in values:
+        return "-"
+    lo, hi = fmt(min(values), nd), fmt(max(values), nd)
+    return lo if lo == hi else f"{lo}..{hi}"
+
+
+def sane_reps(a):
+    """The repetitions of the aggregated cell A a goal can judge."""
+    return [r for r in a["per_rep"] if not r["problem"]]
+
+
+def sut_values(a, *keys):
+    """Per sane repetition of A: the sum of its SUT counts KEYS (None
+    where one is missing)."""
+    return [sum_of(r["sut"], keys) for r in sane_reps(a)]
+
+
+def broken_reps(a, name=""):
+    """'[NAME ]rep N, M: why' for the repetitions of A that cannot count."""
+    by_why = defaultdict(list)
+    for r in a["per_rep"]:
+        if r["problem"]:
+            by_why[r["problem"]].append(str(r["rep"]))
+    return [f"{name + ' ' if name else ''}rep {', '.join(reps)}: {why}"
+            for why, reps in by_why.items()]
+
+
+def judged_text(a):
+    """n=repetitions judged/planned."""
+    return f"n={len(sane_reps(a))}/{a['reps']}"
+
+
+def unmeasured(label, why, values=True):
+    """A criterion without a figure; VALUES empty: no repetition to judge."""
+    why = (why or "no figure") if values else "no repetition to judge"
+    return "not measured", f"{label}: not measured ({why})"
+
+
+def check(label, values, ok, limit, why=None, nd=3, tolerance=None, shown=None):
+    """One criterion judged on every repetition's VALUES: (status, text).
+    It passes if every one passes, is missed if none does, unresolved if
+    only some do or, given a TOLERANCE, they spread wider than it (noise
+    that large cannot tell a miss); not measured (WHY) if a figure is
+    missing. SHOWN replaces the values' range in the text."""
+    if not values or None in values:
+        return unmeasured(label, why, values)
+    passed = [ok(v) for v in values]
+    wide = tolerance is not None and max(values) - min(values) > tolerance
+    status = "pass" if all(passed) else \
+        "missed" if not any(passed) and not wide else "unresolved"
+    prefix = {"pass": "", "missed": "MISSED ", "unresolved": "UNRESOLVED "}[status]
+    return status, f"{prefix}{label} {shown or span(values, nd)} ({limit})"
+
+
+def ratio_refusal(label, values, refs, why, ref_name):
+    """Why VALUES / REFS (per repetition) can give no verdict, as a
+    criterion, or None: a figure is missing, or a reference is under
+    MIN_REF per request, too small to divide by (broken, never a pass)."""
+    if not values or not refs or None in values + refs:
+        return unmeasured(label, why, values and refs)
+    if min(refs) < MIN_REF:
+        return "broken", (f"{label}: no ratio, {ref_name} {fmt(min(refs), 3)} per request "
+                          f"(< {MIN_REF})")
+    return None
+
+
+def extremes(values, refs):
+    """The smallest and the largest ratio of any repetition's value to
+    any repetition's reference."""
+    return [min(values) / max(refs), max(values) / min(refs)]
+
+
+def goal_row(goal, device, where, checks, broken=()):
+    """A goal is broken if a repetition it rests on is (BROKEN: 'rep N:
+    why') or a ratio has no reference; else it takes its worst
+    criterion's status. It passes only if every criterion does, and
+    partially (saying which and why) if some do not apply to the device."""
+    statuses = [status for status, _ in checks]
+    if "pass" not in statuses:
+        statuses.append("not measured")     # n/a alone shows nothing
+    status = "broken" if broken else worst(statuses)
+    if status == "broken":
+        result = "broken: " + "; ".join(list(broken) + [t for s, t in checks if s == "broken"])
+    elif status == "n/a":
+        status, result = "partial", "pass (partial: " + "; ".join(
+            t for s, t in checks if s == "n/a") + ")"
+    else:
+        result = status
+    return {"goal": goal, "device": device, "where": where, "status": status, "result": result,
             "figures": "; ".join(text for _, text in checks)}
 
 
-def irq_check(device, label, value, limit, why):
+def irq_check(device, label, values, limit, why):
     if device in NO_IRQS:
         return "n/a", f"{label}: n/a ({NO_IRQS[device]})"
-    return check(label, value, lambda v: v <= limit, f"{fmt(value, 3)} (≤ {limit})", why)
+    return check(label, values, lambda v: v <= limit, f"≤ {limit}", why)
 
 
 def goal_threaded(device, rr_agg):
-    """Threaded busy poll at the device's lowest rate: SUT RX polls with
-    work from softirq or the application ≤ 0.02 per request, SUT RX IRQs
-    ≤ 0.02 per request, packets polled by the kthread = requests ± 1 %,
-    nothing lost. One row per transport."""
+    """Threaded busy poll at the device's lowest rate, in every
+    repetition: SUT RX polls with work from softirq or the application
+    ≤ 0.02 per request, SUT RX IRQs ≤ 0.02 per request, packets polled by
+    the kthread = requests ± 1 %, nothing lost. One row per transport."""
     cells = {k: a for k, a in rr_agg.items() if k[0] == device and k[4] == "threaded-busy"}
     if not cells:
         return [goal_row(GOAL_THREADED, device, "-", [(
@@ -808,37 +992,56 @@ def goal_threaded(device, rr_agg):
     for transport in sorted({k[1] for k in cells}):
         key = min((k for k in cells if k[1] == transport), key=lambda k: (k[2], k[3]))
         a = cells[key]
-        s, why = a["sut"], a["not_measured"]
-        other = None if s["rx_polls_softirq"] is None or s["rx_polls_app"] is None \
-            else s["rx_polls_softirq"] + s["rx_polls_app"]
+        why, sane = a["not_measured"], sane_reps(a)
         checks = [
-            check("SUT RX polls with work from softirq+app per request", other,
-                  lambda v: v <= 0.02, f"{fmt(other, 3)} (≤ 0.02)", why.get("polls")),
-            irq_check(device, "SUT RX IRQs per request", s["rx_irqs"], 0.02, why.get("irqs")),
-            check("packets polled by the kthread per request", s["kthread_packets"],
-                  lambda v: abs(v - 1) <= 0.01, f"{fmt(s['kthread_packets'], 3)} (1 ± 0.01)",
-                  why.get("polls")),
-            check("lost", a["lost"] if a["sent"] else None, lambda v: v == 0,
-                  f"{a['lost']}/{a['sent']} (0)", "nothing sent"),
+            check("SUT RX polls with work from softirq+app per request",
+                  sut_values(a, "rx_polls_softirq", "rx_polls_app"), lambda v: v <= 0.02,
+                  "≤ 0.02", why.get("polls")),
+            irq_check(device, "SUT RX IRQs per request", sut_values(a, "rx_irqs"), 0.02,
+                      why.get("irqs")),
+            check("packets polled by the kthread per request", sut_values(a, "kthread_packets"),
+                  lambda v: abs(v - 1) <= 0.01, "1 ± 0.01", why.get("polls")),
+            check("lost", [r["lost"] if r["sent"] else None for r in sane], lambda v: v == 0,
+                  "0", "nothing sent",
+                  shown=f"{sum(r['lost'] for r in sane)}/{sum(r['sent'] for r in sane)}"),
         ]
         rows.append(goal_row(GOAL_THREADED, device,
-                             f"{transport.upper()} {key[2]} pkt/s + {key[3]} us, {reps_text(a)}",
-                             checks))
+                             f"{transport.upper()} {key[2]} pkt/s + {key[3]} us, {judged_text(a)}",
+                             checks, broken_reps(a)))
     return rows
 
 
 def saturated_point(device, mc_agg, variant):
-    """The lowest load at which VARIANT kept the server core ≥ 95 % busy,
-    or None."""
+    """The lowest load at which every repetition of VARIANT that has a
+    figure kept the server core ≥ 95 % busy, or None."""
+    def saturated(a):
+        cpus = [r["cpu"] for r in a["per_rep"] if r["cpu"] is not None]
+        return bool(cpus) and min(cpus) >= SATURATED_CPU
     loads = sorted((k[1] for k, a in mc_agg.items() if k[0] == device and k[2] == variant
-                    and a["cpu"] is not None and a["cpu"] >= SATURATED_CPU), key=load_key)
+                    and saturated(a)), key=load_key)
     return loads[0] if loads else None
 
 
+def suspension_irq_check(device, a, b, defer, load):
+    """(criterion, the defer cell's broken repetitions): SUT RX IRQs per
+    query of the suspend cell A ≤ 0.1 × those of B, DEFER's at LOAD."""
+    label = f"SUT RX IRQs per query vs {defer}'s"
+    if device in NO_IRQS:
+        return ("n/a", f"SUT RX IRQs per query: n/a ({NO_IRQS[device]})"), []
+    if not b:
+        return unmeasured(label, f"{defer} not run at load {load}"), []
+    values, refs = sut_values(a, "rx_irqs"), sut_values(b, "rx_irqs")
+    criterion = ratio_refusal(label, values, refs, a["not_measured"].get("irqs") or
+                              b["not_measured"].get("irqs"), f"{defer}'s") or \
+        check(label, extremes(values, refs), lambda v: v <= 0.1, f"≤ 0.1 × {span(refs)}",
+              shown=span(values))
+    return criterion, broken_reps(b, defer)
+
+
 def goal_suspension(device, mc_agg):
-    """At the saturated point of each suspendX: SUT RX IRQs per query
-    ≤ 0.1 × deferX's, suspended ≥ 90 % of the window, no softirq RX poll
-    while suspended."""
+    """At the saturated point of each suspendX, in every repetition: SUT
+    RX IRQs per query ≤ 0.1 × deferX's, suspended ≥ 90 % of the window,
+    no softirq RX poll while suspended."""
     suspends = sorted({k[2] for k in mc_agg if k[0] == device and k[2].startswith("suspend")},
                       key=variant_key)
     if not suspends:
@@ -856,39 +1059,62 @@ def goal_suspension(device, mc_agg):
                 "not measured", f"no load kept the server core ≥ {SATURATED_CPU:.0f} % busy "
                 f"(busiest: {fmt(busiest[0], 0)} % at load {busiest[1]})")]))
             continue
-        a, b = mc_agg[(device, load, variant)], mc_agg.get((device, load, defer))
-        s, why = a["sut"], a["not_measured"]
-        ref = b["sut"]["rx_irqs"] if b else None
-        if device in NO_IRQS:
-            irq = ("n/a", f"SUT RX IRQs per query: n/a ({NO_IRQS[device]})")
-        else:
-            irq = check(f"SUT RX IRQs per query vs {defer}'s",
-                        None if s["rx_irqs"] is None or ref is None else s["rx_irqs"],
-                        lambda v: v <= 0.1 * ref,
-                        f"{fmt(s['rx_irqs'], 3)} (≤ 0.1 × {fmt(ref, 3)})",
-                        why.get("irqs") or (f"{defer} not run at load {load}" if not b else
-                                            b["not_measured"].get("irqs")))
-        frac = s["suspended_frac"]
+        a = mc_agg[(device, load, variant)]
+        irq, defer_broken = suspension_irq_check(device, a, mc_agg.get((device, load, defer)),
+                                                 defer, load)
+        why = a["not_measured"].get("suspension")
+        frac = [v * 100 if v is not None else None for v in sut_values(a, "suspended_frac")]
         checks = [irq,
-                  check("time suspended", frac, lambda v: v >= 0.9,
-                        f"{fmt(frac * 100 if frac is not None else None, 1)} % (≥ 90 %)",
-                        why.get("suspension")),
-                  check("softirq RX polls while suspended", s["softirq_polls_suspended"],
-                        lambda v: v == 0, f"{fmt(s['softirq_polls_suspended'], 0)} (0)",
-                        why.get("suspension"))]
+                  check("time suspended", frac, lambda v: v >= 90, "≥ 90 %", why,
+                        shown=f"{span(frac, 1)} %"),
+                  check("softirq RX polls while suspended",
+                        sut_values(a, "softirq_polls_suspended"), lambda v: v == 0, "0", why,
+                        nd=0)]
         timeout = a.get("irq_suspend_ms")
         rows.append(goal_row(GOAL_SUSPEND, device,
                              f"{variant} at load {load}"
                              + (f", irq-suspend-timeout {timeout:g} ms" if timeout else "")
-                             + f", {reps_text(a)}", checks))
+                             + f", {judged_text(a)}", checks,
+                             broken_reps(a, variant) + defer_broken))
     return rows
 
 
+def cell_text(key):
+    """An rr cell's transport and workload."""
+    return f"{key[1]} {key[2]}+{key[3]}us"
+
+
+def off_cell(row, metric, label):
+    """(status, text, deviation from 1) of patched/base METRIC in the
+    cell of baseline row ROW, over every repetition of both kernels."""
+    key, new, base = row["key"], row["patched"], row["base"]
+    where = f"{label} patched/base at {cell_text(key)}"
+    why = why_no_ratio(new, base, "base", None)
+    if why:
+        return unmeasured(where, why) + (0,)
+    values, refs = (sut_values(x, *BASELINE_SUMS[metric]) for x in (new, base))
+    refused = ratio_refusal(where, values, refs, None, "the base")
+    if refused:
+        return refused + (0,)
+    ratios = extremes(values, refs)
+    return check(where, ratios, lambda v: abs(v - 1) <= OFF_TOLERANCE, f"1 ± {OFF_TOLERANCE}",
+                 tolerance=OFF_TOLERANCE) + (max(abs(v - 1) for v in ratios),)
+
+
+def off_check(device, rows, metric, label):
+    """One count's criterion over every cell: the worst cell's."""
+    if metric == "rx_irqs" and device in NO_IRQS:
+        return "n/a", f"{label}: n/a ({NO_IRQS[device]})"
+    status, text, _ = min((off_cell(r, metric, label) for r in rows),
+                          key=lambda c: (STATUS_ORDER.index(c[0]), -c[2]))
+    return status, f"{text}, worst of {len(rows)} cells"
+
+
 def goal_off(device, baseline):
-    """Interrupt mode, patched / base in the same run, every cell: SUT RX
-    polls with work, RX IRQs and NET_RX softirqs on the SUT's CPUs per
-    request within ± 2 %. BASELINE: baseline_rows(), None without a base
-    run."""
+    """Interrupt mode, patched / base in the same run, every cell and
+    repetition: SUT RX polls with work, RX IRQs and NET_RX softirqs on the
+    SUT's CPUs per request within ± 2 %. BASELINE: baseline_rows(), None
+    without a base run."""
     if baseline is None:
         return goal_row(GOAL_OFF, device, "-", [(
             "not measured", "no base kernel in this run (make bench BASELINE=1)")])
@@ -896,24 +1122,12 @@ def goal_off(device, baseline):
     if not rows:
         return goal_row(GOAL_OFF, device, "-", [(
             "not measured", "no interrupt-mode cell on both kernels")])
-    checks = []
-    for metric, label in (("rx_polls_with_work", "SUT RX polls with work"),
-                          ("rx_irqs", "SUT RX IRQs"),
-                          ("net_rx_softirqs_sut_cpus", "NET_RX softirqs on the SUT's CPUs")):
-        if metric == "rx_irqs" and device in NO_IRQS:
-            checks.append(("n/a", f"{label}: n/a ({NO_IRQS[device]})"))
-            continue
-        values = [(r[metric], r["key"]) for r in rows if r[metric] is not None]
-        skipped = [r[f"{metric}_shown"] for r in rows if r[metric] is None]
-        if not values:
-            checks.append(("not measured", f"{label}: not measured "
-                           f"({skipped[0] if skipped else 'no figure'})"))
-            continue
-        worst, key = max(values, key=lambda v: abs(v[0] - 1))
-        checks.append(check(f"{label} patched/base", worst, lambda v: abs(v - 1) <= 0.02,
-                            f"worst {worst:.3f} at {key[1]} {key[2]}+{key[3]}us (1 ± 0.02)"
-                            + (f", {len(skipped)} cells n/a" if skipped else "")))
-    return goal_row(GOAL_OFF, device, f"{len(rows)} interrupt-mode cells", checks)
+    checks = [off_check(device, rows, metric, label) for metric, label in (
+        ("rx_polls_with_work", "SUT RX polls with work"), ("rx_irqs", "SUT RX IRQs"),
+        ("net_rx_softirqs_sut_cpus", "NET_RX softirqs on the SUT's CPUs"))]
+    broken = [b for r in rows for side in ("base", "patched")
+              for b in broken_reps(r[side], f"{side} {cell_text(r['key'])}")]
+    return goal_row(GOAL_OFF, device, f"{len(rows)} interrupt-mode cells", checks, broken)
 
 
 def goals(rr_agg, mc_agg, baseline):
@@ -932,7 +1146,7 @@ def goal_lines(rows, lines):
     lines.append("| goal | device | where | result | figures |")
     lines.append("|---|---|---|---|---|")
     for r in rows:
-        lines.append(f"| {r['goal']} | {r['device']} | {r['where']} | **{r['status']}** | "
+        lines.append(f"| {r['goal']} | {r['device']} | {r['where']} | **{r['result']}** | "
                      f"{r['figures']} |")
 
 
@@ -1022,12 +1236,15 @@ def main():
         errors = [c for c in cells if c.get("status") == "error"]
         ok = [c for c in cells if c.get("status") == "ok"]
         summary["runs"].append({"dir": run["dir"], "kernel": run["label"], "plan": run["plan"],
-                                "accel": run["accel"], "machine": m, "cells_ok": len(ok),
+                                "accel": run["accel"], "machine": m, "problem": run["problem"],
+                                "cells_ok": len(ok),
                                 "cells_failed": len(errors),
                                 "errors": [c.get("error") for c in errors][:20]})
         if errors:
             lines.append(f"  - {len(errors)} cells failed (shown in the tables), first: "
                          f"{errors[0].get('error')}")
+        if run["problem"]:
+            lines.append(f"  - no goal counts this run: {run['problem']}")
         if not ok:
             lines.append("  - no usable cell")
             rc = 1

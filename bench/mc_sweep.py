@@ -75,7 +75,7 @@ def run_point(args, pair, modes, name, variant, qps, rep, out):
     started = time.monotonic()
     setup, env = variant
     point = {"bench": "mc", "device": pair.kind, "variant": name, "load": qps or "MAX",
-             "rep": rep}
+             "rep": rep, "reps": args.reps}
     if setup.get("irq_suspend"):
         point["irq_suspend_ms"] = setup["irq_suspend"] / 1e6
     try:

@@ -134,7 +134,7 @@ def run_cell(args, pair, modes, mode, transport, workload, rep, out):
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     cell = {"bench": "rr", "device": pair.kind, "transport": transport, "mode": mode,
             "workload": workload, "seed_rate": WORKLOADS[workload][0], "rate": rate,
-            "delay_us": delay, "rep": rep, "kthread_pids": pids,
+            "delay_us": delay, "rep": rep, "reps": args.reps, "kthread_pids": pids,
             "occupancy": OCCUPANCY.get(mode),
             "experiment": "collapse" if args.collapse else "grid"}
     loss_before = None

@@ -61,11 +61,16 @@ def mc_point(variant, load, cpu, p99, irqs, saturated=False, device="virtio", **
             "counters": counters(**dict({"rx_irqs": irqs}, **sut))}
 
 
-def write_run(top, name, label, rr=(), mc=()):
+def write_run(top, name, label, rr=(), mc=(), finished="0", splats="[]"):
+    """A run directory as bench.sh leaves it; FINISHED (guest-finished)
+    or SPLATS (splats.txt) None: the file is not there."""
     d = os.path.join(top, name)
     os.makedirs(d)
     for fname, text in (("kernel-label", label), ("accel", "tcg (thread=single)"),
-                        ("machine.json", json.dumps({"kernel": "6.12.117", "vcpus": 2}))):
+                        ("machine.json", json.dumps({"kernel": "6.12.117", "vcpus": 2})),
+                        ("guest-finished", finished), ("splats.txt", splats)):
+        if text is None:
+            continue
         with open(os.path.join(d, fname), "w") as f:
             f.write(text)
     for fname, cells in (("rr.jsonl", rr), ("mc.jsonl", mc)):
@@ -303,10 +308,179 @@ def test_goal_features_off_within_two_percent(patched_irqs, status):
     assert row["status"] == status
     assert "worst" in row["figures"]
     assert bench_report.goal_off("virtio", None)["status"] == "not measured"
-    # A base cell that collapsed gives no figure to compare.
+    # A base cell that collapsed gives no figure to compare, and did not
+    # serve its traffic.
     lossy = bench_report.rr_cells([rr_cell("interrupts", 100, device="virtio", lost=50)])
     row = bench_report.goal_off("virtio", bench_report.baseline_rows(lossy, patched))
-    assert row["status"] == "not measured" and "lost 50.0%" in row["figures"]
+    assert row["status"] == "broken" and "lost 50.0%" in row["figures"]
+    assert row["result"] == "broken: base udp 600+0us rep 0: served 50 of 100 requests (< 95%)"
+
+
+# --- verdicts that cannot lie: each case printed "pass" before -------------
+
+THREADED_OK = dict(rx_polls_softirq=0.0, rx_polls_app=0.01, rx_polls_kthread=0.9,
+                   kthread_packets=1.005, rx_irqs=0.01)
+
+
+def threaded_goal(cells, device="virtio"):
+    [row] = bench_report.goal_threaded(device, bench_report.rr_cells(cells))
+    return row
+
+
+def threaded_reps(n=3, device="virtio", **sut):
+    return [rr_cell("threaded-busy", 100, rep, device=device, **dict(THREADED_OK, **sut))
+            for rep in range(n)]
+
+
+def test_goal_broken_by_a_failed_repetition():
+    cells = threaded_reps(2) + [dict(failed_cell("threaded-busy", 2), device="virtio")]
+    row = threaded_goal(cells)
+    assert row["status"] == "broken"
+    assert row["result"].startswith("broken: rep 2: error: client exit 1")
+    assert "n=2/3" in row["where"]
+
+
+def test_goal_broken_by_a_missing_repetition():
+    # The plan had 3 repetitions; the run recorded 2.
+    row = threaded_goal([dict(c, reps=3) for c in threaded_reps(2)])
+    assert row["status"] == "broken"
+    assert row["result"] == "broken: rep 2: missing (no cell recorded)"
+
+
+def test_goal_broken_by_a_repetition_without_counters():
+    cells = threaded_reps(3)
+    del cells[1]["counters"]
+    row = threaded_goal(cells)
+    assert row["status"] == "broken"
+    assert row["result"] == "broken: rep 1: no counters recorded"
+
+
+def test_goal_judged_on_every_repetition_not_the_median():
+    # The kthread did almost nothing in one repetition: the median hid it.
+    cells = threaded_reps(3)
+    cells[2]["counters"]["sut"]["kthread_packets"] = 0.1
+    row = threaded_goal(cells)
+    assert row["status"] == "unresolved"
+    assert "UNRESOLVED packets polled by the kthread per request 0.100..1.005 (1 ± 0.01)" \
+        in row["figures"]
+    # Every repetition misses: missed.
+    row = threaded_goal(threaded_reps(3, kthread_packets=0.1))
+    assert row["status"] == "missed"
+
+
+@pytest.mark.parametrize("device", ["netdevsim", "igb"])
+def test_goal_with_a_criterion_na_passes_partially(device):
+    row = threaded_goal(threaded_reps(2, device=device, rx_irqs=None), device)
+    assert row["status"] == "partial"
+    assert row["result"].startswith("pass (partial: SUT RX IRQs per request: n/a (")
+    assert bench_report.NO_IRQS[device] in row["result"]
+
+
+SUSPENDED = dict(suspended_frac=0.95, softirq_polls_suspended=0)
+
+
+def suspension_goal(points):
+    [row] = bench_report.goal_suspension("virtio", bench_report.mc_points(points))
+    return row
+
+
+@pytest.mark.parametrize("load_gen, why", [
+    ({"errors": 3}, "3 errors"),
+    ({"timeouts": 2}, "2 timeouts"),
+    ({"achieved_qps": 3000}, "achieved 3000 of 4000 qps"),
+    ({"saturated": True}, "load generator saturated (behind its schedule)"),
+])
+def test_goal_suspension_broken_when_traffic_not_served(load_gen, why):
+    bad = mc_point("suspend20", 4000, 96, 900, 0.08, **SUSPENDED)
+    bad["load_gen"].update(load_gen)
+    row = suspension_goal([mc_point("defer20", 4000, 97, 900, 1.0), bad])
+    assert row["status"] == "broken"
+    assert row["result"] == f"broken: suspend20 rep 0: {why}"
+    # The reference's repetitions count as well.
+    defer = mc_point("defer20", 4000, 97, 900, 1.0)
+    defer["load_gen"].update(load_gen)
+    row = suspension_goal([defer, mc_point("suspend20", 4000, 96, 900, 0.08, **SUSPENDED)])
+    assert row["result"] == f"broken: defer20 rep 0: {why}"
+
+
+@pytest.mark.parametrize("ref", [0.0, 0.005])
+def test_goal_suspension_ratio_needs_a_reference(ref):
+    row = suspension_goal([mc_point("defer20", 4000, 97, 900, ref),
+                           mc_point("suspend20", 4000, 96, 900, 0.0, **SUSPENDED)])
+    assert row["status"] == "broken"
+    assert f"no ratio, defer20's {ref:.3f} per request (< 0.01)" in row["result"]
+    # No reference at all: not measured.
+    row = suspension_goal([mc_point("defer20", 4000, 97, 900, None),
+                           mc_point("suspend20", 4000, 96, 900, 0.0, **SUSPENDED)])
+    assert row["status"] == "not measured"
+
+
+def test_goal_suspension_some_repetitions_pass_some_miss():
+    points = [mc_point("defer20", 4000, 97, 900, 1.0),
+              dict(mc_point("defer20", 4000, 97, 900, 1.0), rep=1),
+              mc_point("suspend20", 4000, 96, 900, 0.05, **SUSPENDED),
+              dict(mc_point("suspend20", 4000, 96, 900, 0.15, **SUSPENDED), rep=1)]
+    row = suspension_goal(points)
+    assert row["status"] == "unresolved"
+    assert "UNRESOLVED SUT RX IRQs per query vs defer20's 0.050..0.150 (≤ 0.1 × 1.000)" \
+        in row["figures"]
+
+
+@pytest.mark.parametrize("finished, splats, why", [
+    (None, "[]", "guest did not finish (no guest-finished)"),
+    ("0", json.dumps([{"kind": "warning", "line": 9, "text": "WARNING: CPU: 1 PID: 7 at "
+                       "net/core/dev.c:6570 napi_complete_done"}]),
+     "kernel splat: warning: WARNING: CPU: 1 PID: 7 at net/core/dev.c:6570"),
+    ("0", None, "no splat scan (splats.txt missing or unreadable)"),
+])
+def test_goals_broken_when_the_guest_did_not_finish_or_splatted(tmp_path, finished, splats,
+                                                                 why):
+    write_run(str(tmp_path), "run1-patched-full", "patched", rr=threaded_reps(2),
+              finished=finished, splats=splats)
+    _, summary, md = report(str(tmp_path))
+    [row] = [g for g in summary["goals"] if g["goal"] == bench_report.GOAL_THREADED]
+    assert row["status"] == "broken"
+    assert row["result"].startswith(f"broken: rep 0, 1: {why}")
+    assert "no goal counts this run: " + why in md
+
+
+def features_off_goal(base_irqs, patched_irqs, **sut):
+    """goal_off over one cell, a repetition per value of both lists."""
+    def agg(values, **more):
+        return bench_report.rr_cells([rr_cell("interrupts", 100, rep, device="virtio",
+                                              rx_irqs=v, **more)
+                                      for rep, v in enumerate(values)])
+    return bench_report.goal_off("virtio", bench_report.baseline_rows(
+        agg(base_irqs, **sut), agg(patched_irqs)))
+
+
+@pytest.mark.parametrize("patched", [[0.49, 0.505, 0.52],     # median 1.01, some miss
+                                     [0.53, 0.545, 0.56]])    # all miss, spread 6 %
+def test_goal_off_spread_wider_than_the_tolerance_is_unresolved(patched):
+    row = features_off_goal([0.5, 0.5, 0.5], patched)
+    assert row["status"] == "unresolved"
+    assert "UNRESOLVED SUT RX IRQs patched/base at udp 600+0us" in row["figures"]
+
+
+def test_goal_off_zero_reference_is_never_a_pass():
+    cells = {rate: rr_cell("interrupts", 100, device="virtio") | {"rate": rate}
+             for rate in (600, 1250)}
+    base = [cells[600], dict(cells[1250], counters=counters(net_rx_softirqs_sut_cpus=0.0))]
+    row = bench_report.goal_off("virtio", bench_report.baseline_rows(
+        bench_report.rr_cells(base), bench_report.rr_cells(list(cells.values()))))
+    assert row["status"] == "broken"
+    assert ("NET_RX softirqs on the SUT's CPUs patched/base at udp 1250+0us: no ratio, "
+            "the base 0.000 per request (< 0.01)") in row["result"]
+
+
+def test_rep_problem_names_what_was_not_served():
+    cell = rr_cell("interrupts", 100, lost=10)
+    cell["client"]["send_errors"] = 4
+    assert bench_report.rep_problem(cell) == \
+        "4 send errors; served 90 of 100 requests (< 95%)"
+    assert bench_report.rep_problem(rr_cell("interrupts", 100, lost=5)) is None
+    # The closed loop offers no rate to achieve.
+    assert bench_report.rep_problem(mc_point("base", "MAX", 99, 900, 1.0)) is None
 
 
 def collapse_cells(collapsing, transport="udp"):
