@@ -22,14 +22,16 @@ has_file() { # deb path
 }
 
 problems=()
-for p in "linux-image-$release" "linux-headers-$release" linux-libc-dev; do
+for p in "linux-image-$release" "linux-headers-$release" linux-libc-dev napi-tools; do
 	deb=$(deb_of "$p")
 	if [ -z "$deb" ]; then
 		problems+=("no $p package")
 		continue
 	fi
 	[ "$(dpkg-deb -f "$deb" Package)" = "$p" ] || problems+=("$deb: Package is not $p")
-	[ "$(dpkg-deb -f "$deb" Architecture)" = amd64 ] || problems+=("$deb: Architecture not amd64")
+	arch=amd64
+	[ "$p" = napi-tools ] && arch=all
+	[ "$(dpkg-deb -f "$deb" Architecture)" = "$arch" ] || problems+=("$deb: Architecture not $arch")
 	[ -n "$(dpkg-deb -f "$deb" Version)" ] || problems+=("$deb: no Version")
 done
 [ ${#problems[@]} = 0 ] && add_result "$out" package:metadata package pass ||
@@ -42,7 +44,8 @@ for want in "$image:boot/vmlinuz-$release" "$image:boot/config-$release" \
 	"$image:boot/System.map-$release" "$image:lib/modules/$release/modules.builtin" \
 	"$headers:usr/src/linux-headers-$release/Makefile" \
 	"$headers:usr/src/linux-headers-$release/Module.symvers" \
-	"$libc:usr/include/linux/netdev.h"; do
+	"$libc:usr/include/linux/netdev.h" \
+	"$(deb_of napi-tools):usr/sbin/napictl"; do
 	deb=${want%%:*} file=${want#*:}
 	[ -n "$deb" ] && has_file "$deb" "$file" || problems+=("no $file")
 done

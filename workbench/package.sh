@@ -82,12 +82,14 @@ fi
 mkdir -p "$dest"
 find "$parent" -maxdepth 1 -newer "$marker" -type f \
 	\( -name '*.deb' -o -name '*.buildinfo' -o -name '*.changes' \) -exec mv -t "$dest" {} +
+"$TOP/workbench/package-tools.sh" "$dest"
 log "packages of $release in $dest after $(( $(date +%s) - start ))s:"
 ls -l "$dest"/*.deb >&2
 cat >&2 <<EOF
 
 Install with:
     apt install $dest/linux-image-${release}_*.deb $dest/linux-headers-${release}_*.deb
+    apt install $dest/napi-tools_*.deb     # napictl, the bpftrace script
 then reboot and pick $release in the boot menu. The series changes the
 layout of kernel structures: out-of-tree modules (DKMS) must be rebuilt
 against linux-headers-$release, which DKMS does on install when the headers
