@@ -9,8 +9,9 @@ import subprocess
 TOP = os.path.join(os.path.dirname(__file__), "..")
 RELEASE = "6.12.117"
 
-# package.sh OBJ DEST: fake packages of RELEASE in DEST. $SKIP names a
-# file left out; the libc-dev netdev.h carries the series' napi-set.
+# package.sh OBJ DEST: fake packages of RELEASE in DEST, and the real
+# napi-tools package. $SKIP names a file left out; the libc-dev netdev.h
+# carries the series' napi-set.
 PACKAGE_STUB = r"""#!/bin/bash
 set -e
 dest=$2 r=6.12.117
@@ -25,6 +26,7 @@ mk() { # package version files...
 mk linux-image-$r $r-1 boot/vmlinuz-$r boot/config-$r boot/System.map-$r lib/modules/$r/modules.builtin
 mk linux-headers-$r $r-1 usr/src/linux-headers-$r/Makefile usr/src/linux-headers-$r/Module.symvers
 mk linux-libc-dev $r-1 usr/include/linux/netdev.h
+"$(dirname "$0")/package-tools.sh" "$dest"
 """
 
 # vm.sh KERNEL RWDIR TIMEOUT CMD: a guest that boots KERNEL's release and
@@ -42,6 +44,7 @@ echo "[ 1.0] booted" >"$2/console.log"
 def check_package(tmp_path, **env_extra):
     top = tmp_path / "top"
     shutil.copytree(os.path.join(TOP, "workbench"), top / "workbench")
+    shutil.copytree(os.path.join(TOP, "tools"), top / "tools")
     for name, body in (("package.sh", PACKAGE_STUB), ("vm.sh", VM_STUB)):
         (top / "workbench" / name).write_text(body)
         (top / "workbench" / name).chmod(0o755)
