@@ -601,7 +601,7 @@ def per(value, exchanges):
 def window_counts(before, after, exchanges, sut_cpus, events=None, kthread_pids=(),
                   notes=None):
     """The counters of one measured window, from the snapshots BEFORE and
-    AFTER its edges, per exchange (request or query sent in the window):
+    AFTER its edges, per exchange (EXCHANGES: see measured_counts()):
     the SUT's own counts under "sut", system-wide ones under "system"
     (secondary: they include the peer, the load generator and kworkers).
     EVENTS are the window's trace events (window_events()), None when
@@ -892,19 +892,40 @@ def loss_delta(before, after):
     return out
 
 
+EDGE_COUNTS = ("ns", "sent", "served")
+
+
+def window_edge(line):
+    """The window edge a tool announced on LINE, None if it is no edge
+    line. Both tools print bench/include/window.h's
+    {"window": "start"|"end", "ns": N, "sent": S, "served": R}; this
+    returns {"edge": "start"|"end", "ns": N, "sent": S, "served": R}, a
+    field the line lacks None: an edge line of a tool built before
+    window.h has no sent and served (napi_rr's "replies" is not read), and
+    the harness falls back to the tool's own totals."""
+    try:
+        msg = json.loads(line)
+    except ValueError:
+        return None
+    if not isinstance(msg, dict) or msg.get("window") not in ("start", "end"):
+        return None
+    return dict({k: msg.get(k) for k in EDGE_COUNTS}, edge=msg["window"])
+
+
 class WindowedTool:
-    """A client or load generator that prints {"window": "start"} and
-    {"window": "end"} on stdout at the edges of its measured window
-    (bench/rr/napi_rr.c, bench/memcached/mc_load.c). wait_edge() returns
-    when the edge is seen, so that the caller snapshots its counters
-    right then; stdout is read raw, not line-buffered, so select() sees
-    every line. stderr goes to a file: the tool never blocks on it."""
+    """A client or load generator that prints a window_edge() line on
+    stdout at each edge of its measured window (bench/rr/napi_rr.c,
+    bench/memcached/mc_load.c). wait_edge() returns when the edge is
+    seen, so that the caller snapshots its counters right then; stdout
+    is read raw, not line-buffered, so select() sees every line. stderr
+    goes to a file: the tool never blocks on it."""
 
     def __init__(self, argv):
         self.stderr = tempfile.TemporaryFile(mode="w+")
         self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=self.stderr,
                                      bufsize=0)
         self.lines = []
+        self.edges = {}         # "start"/"end": the first window_edge() of each
         self._partial = b""
 
     def _read(self, timeout):
@@ -916,31 +937,21 @@ class WindowedTool:
         if not data:
             return False
         *done, self._partial = (self._partial + data).split(b"\n")
-        self.lines += [line.decode(errors="replace") for line in done]
+        for line in done:
+            self.lines.append(line.decode(errors="replace"))
+            said = window_edge(self.lines[-1])
+            if said:
+                self.edges.setdefault(said["edge"], said)
         return True
 
     def wait_edge(self, edge, deadline):
-        """True once the tool announced EDGE, False if it exited or the
-        monotonic DEADLINE passed first."""
-        marker = re.compile(r'"window":\s*"%s"' % edge)
-        while not any(marker.search(line) for line in self.lines):
+        """What the tool said at EDGE (window_edge()) once it did, None if
+        it exited or the monotonic DEADLINE passed first."""
+        while edge not in self.edges:
             left = deadline - time.monotonic()
             if left <= 0 or not self._read(left):
-                return False
-        return True
-
-    def edge_line(self, edge):
-        """What the tool said at EDGE: {"ns": CLOCK_MONOTONIC time of the
-        edge itself, not when we got to read it; "replies": received so
-        far, if it counts them}, {} if it said neither."""
-        for line in self.lines:
-            try:
-                msg = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(msg, dict) and msg.get("window") == edge:
-                return msg
-        return {}
+                return None
+        return self.edges[edge]
 
     def finish(self, timeout):
         """Wait for the tool's exit: (returncode, stdout, stderr); killed
@@ -965,17 +976,21 @@ def run_windowed(argv, irq_names, timeout, extra=None):
     """Run a WindowedTool and snapshot the counters at its window's
     edges (EXTRA() adds the caller's own, e.g. a process's CPU time):
     {"rc", "stdout", "stderr", "before", "after"}; the snapshots are None
-    when the tool exited or hung before announcing the edge."""
+    when the tool exited or hung before announcing the edge. Each holds
+    what the tool said at its edge: "tool_time" (CLOCK_MONOTONIC of the
+    edge itself, not when we got to read it), "tool_sent", "tool_served"
+    (None when the line lacks them)."""
     tool = WindowedTool(argv)
     deadline = time.monotonic() + timeout
     edges = {"before": None, "after": None}
     for edge, key in (("start", "before"), ("end", "after")):
-        if not tool.wait_edge(edge, deadline):
+        said = tool.wait_edge(edge, deadline)
+        if not said:
             break
         edges[key] = snapshot(irq_names)
-        said = tool.edge_line(edge)
-        edges[key]["tool_time"] = said["ns"] / 1e9 if "ns" in said else None
-        edges[key]["tool_replies"] = said.get("replies")
+        edges[key]["tool_time"] = said["ns"] / 1e9 if said["ns"] is not None else None
+        edges[key]["tool_sent"] = said["sent"]
+        edges[key]["tool_served"] = said["served"]
         if extra:
             try:
                 edges[key]["extra"] = extra()
@@ -999,29 +1014,44 @@ def brief(counts):
                                 if sut.get(k) is not None)
 
 
-def measured_counts(run, pair, probes, exchanges, sut_cpus, kthread_pids=()):
+def tool_difference(run, count):
+    """What the tool counted between the edges of a run_windowed() RUN:
+    COUNT "sent" or "served"; None unless both edges carry it."""
+    values = [run[k].get(f"tool_{count}") for k in ("before", "after")]
+    return None if None in values else values[1] - values[0]
+
+
+def measured_counts(run, pair, probes, tool_total, sut_cpus, kthread_pids=()):
     """The window's counters of a run_windowed() RUN per exchange, with
     the trace events cut to the window; None fields say why in
-    "not_measured"."""
+    "not_measured". An exchange is a request served in the window (the
+    difference of the tool's served counts at its edges); TOOL_TOTAL,
+    the tool's own count of measured requests, stands in when an edge
+    line carries no served count."""
     if not run["before"] or not run["after"]:
-        return {"exchanges": exchanges, "sut": {}, "system": {},
-                "not_measured": {"all": "the tool announced no measured window"}}
+        return {"exchanges": tool_total, "exchanges_from": "tool total", "sut": {},
+                "system": {}, "not_measured": {"all": "the tool announced no measured window"}}
     # The trace is cut at the tool's own edges (the same clock): our
     # snapshots come when we get to read its lines, later at one edge
     # than at the other under load, which shifted a 2 s window's polls by
     # about 1 %. /proc counters can only be read when we get there.
     t0, t1 = (run[k].get("tool_time") or run[k]["time"] for k in ("before", "after"))
     events, notes = probes.window(t0, t1)
-    replies = [run[k].get("tool_replies") for k in ("before", "after")]
-    replies = replies[1] - replies[0] if None not in replies else None
+    sent, served = tool_difference(run, "sent"), tool_difference(run, "served")
+    exchanges = tool_total if served is None else served
     if pair.irq_note:
         notes.setdefault("irqs", pair.irq_note)
+    if served == 0:
+        notes.setdefault("exchanges", "no request served in the window")
     counts = window_counts(run["before"], run["after"], exchanges, sut_cpus, events,
                            kthread_pids, notes)
+    counts["exchanges_from"] = "tool total" if served is None else "served in window"
     counts["trace_window_s"] = round(t1 - t0, 3)
-    # What the application received in the window (napi_rr counts it):
-    # with the RX packets polled, it tells a receiver that fell behind.
-    counts["replies_in_window"] = replies
+    # The offered load of the window, and what the application received
+    # in it: with the RX packets polled, it tells a receiver that fell
+    # behind.
+    counts["sent_in_window"] = sent
+    counts["served_in_window"] = served
     return counts
 
 

@@ -99,10 +99,13 @@ def run_point(args, pair, modes, name, variant, qps, rep, out):
             raise RuntimeError(f"mc_load {bl.exit_text(run['rc'])}: {run['stderr'].strip()}")
         with open(result) as f:
             point["load_gen"] = json.load(f)
-        # Queries whose send time is in the window: the denominator.
-        queries = point["load_gen"].get("sent", 0)
-        point["counters"] = bl.measured_counts(run, pair, modes.probes, queries,
+        # Per-query counts divide by the queries served between the edge
+        # lines; those whose send time is in the window (mc_load's own
+        # total) only stand in when the edges carry no counts.
+        point["counters"] = bl.measured_counts(run, pair, modes.probes,
+                                               point["load_gen"].get("sent", 0),
                                                bl.cpu_set(SERVER_CPU))
+        queries = point["counters"]["exchanges"]
         point["server_cpu_pct"] = point["counters"]["system"].get("cpu_busy_pct", {}) \
             .get(f"cpu{SERVER_CPU}")
         if run["before"] and run["after"] and None not in (run["before"]["extra"],

@@ -157,8 +157,9 @@ def run_cell(args, pair, modes, mode, transport, workload, rep, out):
             raise RuntimeError(f"client {bl.exit_text(run['rc'])}: {run['stderr'].strip()}")
         with open(result) as f:
             cell["client"] = json.load(f)
-        # The window holds the requests sent after the warm-up, up to the
-        # last one: the denominator of every per-request count.
+        # Per-request counts divide by the replies served between the
+        # edge lines; the requests sent after the warm-up (the client's
+        # own total) only stand in when the edges carry no counts.
         cell["counters"] = bl.measured_counts(run, pair, modes.probes,
                                               cell["client"].get("sent", 0), SUT_CPUS, pids)
         cell["status"] = "ok"

@@ -598,37 +598,90 @@ def test_run_time_per_experiment_and_device(tmp_path):
     assert "All cells: 5 in 0.8 min." in md
 
 
+def test_window_edge_lines():
+    """One parser for both tools' edge lines (bench/include/window.h)."""
+    assert benchlib.window_edge('{"window": "start", "ns": 5000000000, "sent": 61, '
+                                '"served": 60}') == \
+        {"edge": "start", "ns": 5000000000, "sent": 61, "served": 60}
+    assert benchlib.window_edge('{"window":"end","ns":7,"sent":261,"served":250}')["served"] == 250
+    # Edge lines of tools built before window.h: the time, but no counts.
+    assert benchlib.window_edge('{"window":"start","ns":5,"replies":60}') == \
+        {"edge": "start", "ns": 5, "sent": None, "served": None}
+    assert benchlib.window_edge('{"window": "end", "ns": 7}') == \
+        {"edge": "end", "ns": 7, "sent": None, "served": None}
+    for other in ("napi_rr udp/block 1000 pps", '{"role":"server","ready":true}',
+                  '{"window": "middle", "ns": 1}', "[1, 2]", "", '{"window": "start"'):
+        assert benchlib.window_edge(other) is None
+
+
+class Probes:
+    """The trace of a window: the kthread (pid 77) polled 198 packets."""
+
+    def window(self, t0, t1):
+        self.cut = (t0, t1)
+        polls = [{"ts": 6.0, "pid": 77, "comm": "napi/x", "softirq": False, "work": 198}]
+        return {"window": (t0, t1), "polls": polls, "irq": []}, {}
+
+
+class Pair:
+    irq_note = None
+
+
+def fake_tool(start, end):
+    """A tool that prints edge lines START and END 0.2 s apart."""
+    return [sys.executable, "-c",
+            "import sys, time\n"
+            f"print({start!r}, flush=True)\n"
+            "time.sleep(0.2)\n"
+            f"print({end!r}, flush=True)\n"
+            "print('summary')\n"]
+
+
 def test_trace_is_cut_at_the_tools_own_window_edges():
     """The counters are snapshot when the harness reads an edge line; the
-    trace window is the tool's own timestamps, which do not lag."""
-    tool = ("import sys, time\n"
-            "print('{\"window\": \"start\", \"ns\": 5000000000, \"replies\": 60}', flush=True)\n"
-            "time.sleep(0.2)\n"
-            "print('{\"window\":\"end\",\"ns\":7000000000,\"replies\":260}', flush=True)\n"
-            "print('summary')\n")
-    run = benchlib.run_windowed([sys.executable, "-c", tool], [], timeout=30)
+    trace window is the tool's own timestamps, which do not lag. Per
+    exchange is per request served between the edges."""
+    run = benchlib.run_windowed(fake_tool(
+        '{"window": "start", "ns": 5000000000, "sent": 61, "served": 60}',
+        '{"window":"end","ns":7000000000,"sent":261,"served":250}'), [], timeout=30)
     assert run["rc"] == 0
     assert run["before"]["tool_time"] == 5.0 and run["after"]["tool_time"] == 7.0
     assert run["after"]["time"] > run["before"]["time"]
-
-    class Probes:
-        def window(self, t0, t1):
-            self.cut = (t0, t1)
-            # The kthread (pid 77) polled 198 packets in the window.
-            polls = [{"ts": 6.0, "pid": 77, "comm": "napi/x", "softirq": False, "work": 198}]
-            return {"window": (t0, t1), "polls": polls, "irq": []}, {}
-
-    class Pair:
-        irq_note = None
-
     probes = Probes()
+    # 200: the tool's own count of measured requests, not used here.
     counts = benchlib.measured_counts(run, Pair(), probes, 200, ["cpu0"], [77])
     assert probes.cut == (5.0, 7.0) and counts["trace_window_s"] == 2.0
-    # 200 requests sent in the window, 200 replies received in it.
-    assert counts["replies_in_window"] == 200
-    assert counts["sut"]["kthread_packets"] == 0.99
+    assert (counts["sent_in_window"], counts["served_in_window"]) == (200, 190)
+    assert counts["exchanges"] == 190 and counts["exchanges_from"] == "served in window"
+    assert counts["sut"]["kthread_packets"] == round(198 / 190, 4)
     # A tool that gives no time: the harness's own.
     for key in ("before", "after"):
         run[key]["tool_time"] = None
     benchlib.measured_counts(run, Pair(), probes, 100, ["cpu0"])
     assert probes.cut == (run["before"]["time"], run["after"]["time"])
+
+
+def test_edges_without_counts_fall_back_to_the_tools_total():
+    run = benchlib.run_windowed(fake_tool('{"window": "start", "ns": 5000000000}',
+                                          '{"window":"end","ns":7000000000,"replies":260}'),
+                                [], timeout=30)
+    counts = benchlib.measured_counts(run, Pair(), Probes(), 200, ["cpu0"], [77])
+    assert counts["exchanges"] == 200 and counts["exchanges_from"] == "tool total"
+    assert counts["sent_in_window"] is None and counts["served_in_window"] is None
+    assert counts["sut"]["kthread_packets"] == 0.99
+
+
+def test_nothing_served_in_the_window_gives_no_per_exchange_counts():
+    run = benchlib.run_windowed(fake_tool(
+        '{"window": "start", "ns": 5000000000, "sent": 61, "served": 60}',
+        '{"window": "end", "ns": 7000000000, "sent": 261, "served": 60}'), [], timeout=30)
+    counts = benchlib.measured_counts(run, Pair(), Probes(), 200, ["cpu0"], [77])
+    assert counts["exchanges"] == 0 and counts["sut"]["kthread_packets"] is None
+    assert counts["not_measured"]["exchanges"] == "no request served in the window"
+
+
+def test_a_tool_that_never_opens_its_window():
+    run = benchlib.run_windowed(fake_tool("starting", "giving up"), [], timeout=30)
+    assert run["before"] is None and run["after"] is None
+    counts = benchlib.measured_counts(run, Pair(), Probes(), 200, ["cpu0"])
+    assert counts["exchanges"] == 200 and "all" in counts["not_measured"]

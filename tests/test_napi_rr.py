@@ -1,26 +1,61 @@
-"""bench/rr/napi_rr over loopback UDP: a client that cannot keep its
-schedule gives up after a bounded time and reports what it never sent."""
+"""The benchmarks' C tools: bench/rr/napi_rr over loopback UDP (a client
+that cannot keep its schedule gives up after a bounded time and reports
+what it never sent), bench/memcached/mc_load against a stand-in
+memcached, and their shared headers bench/include/hist.h and window.h
+(the window edge lines, parsed by bench/benchlib.py)."""
+import importlib.util
 import json
 import os
 import shutil
 import socket
+import socketserver
 import subprocess
+import threading
 import time
 
 import pytest
 
-RR = os.path.join(os.path.dirname(__file__), "..", "bench", "rr")
+from conftest import FIXTURES
+
+BENCH = os.path.join(os.path.dirname(__file__), "..", "bench")
+RR = os.path.join(BENCH, "rr")
+MEMCACHED = os.path.join(BENCH, "memcached")
 SERVER, CLIENT = "127.0.0.2", "127.0.0.1"
+
+
+def load_benchlib():
+    spec = importlib.util.spec_from_file_location("benchlib", os.path.join(BENCH, "benchlib.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+benchlib = load_benchlib()
+
+
+def edges(stdout):
+    """The window edge lines of a tool's STDOUT, by edge."""
+    said = [benchlib.window_edge(line) for line in stdout.splitlines()]
+    return {e["edge"]: e for e in said if e}
+
+
+def build(directory, binary):
+    if not shutil.which("gcc"):
+        pytest.skip("no gcc")
+    done = subprocess.run(["make", "-C", directory], capture_output=True, text=True)
+    if done.returncode:
+        pytest.skip(f"{binary} does not build here: {done.stderr.strip()[-200:]}")
+    return os.path.join(directory, binary)
 
 
 @pytest.fixture(scope="module")
 def napi_rr():
-    if not shutil.which("gcc"):
-        pytest.skip("no gcc")
-    build = subprocess.run(["make", "-C", RR], capture_output=True, text=True)
-    if build.returncode:
-        pytest.skip(f"napi_rr does not build here: {build.stderr.strip()[-200:]}")
-    return os.path.join(RR, "napi_rr")
+    return build(RR, "napi_rr")
+
+
+@pytest.fixture(scope="module")
+def mc_load():
+    return build(MEMCACHED, "mc_load")
 
 
 @pytest.fixture
@@ -39,20 +74,20 @@ def server(napi_rr):
 def run_client(napi_rr, port, tmp_path, rate, duration, warmup):
     result = tmp_path / "client.json"
     started = time.monotonic()
-    subprocess.run([napi_rr, "client", "--transport", "udp", "--ifname", "lo",
-                    "--src", CLIENT, "--dst", SERVER, "--port", str(port),
-                    "--rate", str(rate), "--duration", str(duration),
-                    "--warmup", str(warmup), "--poll", "block", "--json", str(result)],
-                   check=True, capture_output=True, timeout=60)
+    done = subprocess.run([napi_rr, "client", "--transport", "udp", "--ifname", "lo",
+                           "--src", CLIENT, "--dst", SERVER, "--port", str(port),
+                           "--rate", str(rate), "--duration", str(duration),
+                           "--warmup", str(warmup), "--poll", "block", "--json", str(result)],
+                          check=True, capture_output=True, text=True, timeout=60)
     with open(result) as f:
-        return json.load(f), time.monotonic() - started
+        return json.load(f), time.monotonic() - started, done.stdout
 
 
 def test_a_sender_a_whole_run_behind_gives_up(napi_rr, server, tmp_path):
     # 30 M requests in 0.6 s: the sender gives up after 2.2 s (twice the
     # run, plus 1 s), and would have to send 13.6 M a second to finish
     # (3 M pps on a 0.6 s schedule was finished in time by a fast host).
-    client, took = run_client(napi_rr, server, tmp_path, 50000000, 0.5, 0.1)
+    client, took, _ = run_client(napi_rr, server, tmp_path, 50000000, 0.5, 0.1)
     assert client["unsent"] > 0
     assert client["sent"] + client["unsent"] == 25000000
     # The give-up time, the grace period (at most 2 s) and start-up.
@@ -60,5 +95,83 @@ def test_a_sender_a_whole_run_behind_gives_up(napi_rr, server, tmp_path):
 
 
 def test_a_sender_on_schedule_sends_everything(napi_rr, server, tmp_path):
-    client, _ = run_client(napi_rr, server, tmp_path, 1000, 0.3, 0.1)
+    client, _, stdout = run_client(napi_rr, server, tmp_path, 1000, 0.3, 0.1)
     assert (client["unsent"], client["sent"], client["lost"]) == (0, 300, 0)
+    # The edges count from the start of the run; "end" comes once the
+    # last request is sent, before the stragglers' grace period.
+    start, end = edges(stdout)["start"], edges(stdout)["end"]
+    assert end["ns"] > start["ns"]
+    assert end["sent"] == client["warmup_sent"] + client["sent"] == 400
+    assert 0 <= start["sent"] <= end["sent"]
+    assert 0 <= start["served"] <= end["served"] <= end["sent"]
+
+
+def test_hist_and_window_headers(tmp_path):
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if not cc:
+        pytest.skip("no C compiler")
+    check = str(tmp_path / "bench_headers_check")
+    subprocess.run([cc, "-O2", "-Wall", "-Wextra", "-I", os.path.join(BENCH, "include"),
+                    "-o", check, os.path.join(FIXTURES, "bench_headers_check.c")],
+                   check=True, capture_output=True, text=True)
+    done = subprocess.run([check], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stdout
+    assert edges(done.stdout)["start"]["sent"] == 3
+    assert edges(done.stdout)["start"]["served"] == 2
+
+
+class StandInMemcached(socketserver.StreamRequestHandler):
+    """Just enough of the text protocol for mc_load: every key missing,
+    every set stored."""
+
+    def handle(self):
+        for line in self.rfile:
+            if line.startswith(b"set "):
+                self.rfile.read(int(line.split()[4]) + 2)
+                self.wfile.write(b"STORED\r\n")
+            else:
+                self.wfile.write(b"END\r\n")
+
+
+@pytest.fixture
+def memcached_port():
+    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), StandInMemcached)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server.server_address[1]
+    server.shutdown()
+    server.server_close()
+
+
+# mc_load's --json keys (its header comment), which bench/mc_sweep.py and
+# bench/bench_report.py read.
+MC_LOAD_KEYS = {"mode", "server", "port", "threads", "connections", "depth", "keys",
+                "value_size", "get_ratio", "seed", "warmup_s", "duration_s", "timeout_ms",
+                "target_qps", "achieved_qps", "sent", "received", "gets", "sets", "get_hits",
+                "get_misses", "errors", "error_replies", "lost", "dropped", "timeouts",
+                "conn_failures", "latency_us", "lag_us", "lag_growing", "saturated"}
+
+
+def test_mc_load_edges_and_json(mc_load, memcached_port, tmp_path):
+    result = tmp_path / "mc.json"
+    done = subprocess.run([mc_load, "--server", "127.0.0.1", "--port", str(memcached_port),
+                           "--qps", "400", "--duration", "0.5", "--warmup", "0.2",
+                           "--keys", "100", "--connections", "2", "--threads", "2",
+                           "--json", str(result)],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    with open(result) as f:
+        load = json.load(f)
+    assert set(load) == MC_LOAD_KEYS
+    assert set(load["latency_us"]) == {"avg", "p50", "p95", "p99", "p999", "max"}
+    assert set(load["lag_us"]) == {"avg", "p99", "max", "first_half_avg", "second_half_avg"}
+    lat = load["latency_us"]
+    assert 0 < lat["p50"] <= lat["p95"] <= lat["p99"] <= lat["p999"] <= lat["max"]
+    assert load["sent"] > 0 and load["errors"] == 0
+    # Counted from the start of the run (not the preload), all threads.
+    start, end = edges(done.stdout)["start"], edges(done.stdout)["end"]
+    # 0.5 s apart, each printed on waking up a little late.
+    assert 0.45e9 < end["ns"] - start["ns"] < 1.5e9
+    assert 0 <= start["served"] <= start["sent"] < end["sent"]
+    assert start["served"] < end["served"] <= end["sent"]

@@ -39,7 +39,8 @@
  *                      intended send time (a late reply still counts here
  *                      and its latency is still recorded)
  *   latency_us         {avg, p50, p95, p99, p999, max}: microseconds,
- *                      percentiles from a log-linear histogram (<1% error)
+ *                      percentiles from the log-linear histogram of
+ *                      bench/include/hist.h (<1% error)
  *   lag_us             schedule lag {avg, p99, max, first_half_avg,
  *                      second_half_avg} (open loop; zeros in max mode)
  *   lag_growing        second-half average lag > first-half average + 1 ms
@@ -48,9 +49,11 @@
  *                      its schedule); always false in max mode
  *   conn_failures      connections closed/broken during the run
  *
- * stdout: {"window": "start", "ns": N} at the start of the measurement
- * window and {"window": "end", "ns": N} at its end (CLOCK_MONOTONIC), then
- * the summary unless --quiet.
+ * stdout: the window edge lines of bench/include/window.h,
+ * {"window": "start"|"end", "ns": N, "sent": S, "served": R}, at the start
+ * and at the end of the measurement window; N is CLOCK_MONOTONIC, S the
+ * requests sent so far and R the replies completed so far, all threads,
+ * warm-up included (the preload is not); then the summary unless --quiet.
  *
  * Exit status: 0 ok, 1 runtime failure (cannot connect, preload failed,
  * connection lost), 2 usage error.
@@ -78,6 +81,9 @@
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "hist.h"
+#include "window.h"
 
 #define NSEC 1000000000ULL
 #define MAX_OUTSTANDING (1u << 20)	/* per connection, then drop */
@@ -136,6 +142,12 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * NSEC + ts.tv_nsec;
 }
 
+/* the histograms hold ns, the output is in us */
+static double pct_us(const struct hist *h, double p)
+{
+	return hist_percentile(h, p) / 1e3;
+}
+
 static void die(int code, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3), noreturn));
 static void die(int code, const char *fmt, ...)
@@ -171,83 +183,6 @@ static double rng_unit(struct rng *r)
 static uint64_t rng_below(struct rng *r, uint64_t n)
 {
 	return (uint64_t)(((unsigned __int128)rng_next(r) * n) >> 64);
-}
-
-/* ------------------------------------------------------------------ */
-/* log-linear histogram (HDR style), values in ns                      */
-
-#define H_SUBBITS 7
-#define H_SUB (1u << H_SUBBITS)			/* 128 per octave */
-#define H_LINEAR (2 * H_SUB)			/* 0..255 exact */
-#define H_BUCKETS (H_LINEAR + (64 - H_SUBBITS - 1) * H_SUB)
-
-struct hist {
-	uint64_t count;
-	uint64_t sum;		/* ns */
-	uint64_t max;
-	uint64_t b[H_BUCKETS];
-};
-
-static unsigned h_index(uint64_t v)
-{
-	unsigned e;
-
-	if (v < H_LINEAR)
-		return (unsigned)v;
-	e = 63 - __builtin_clzll(v) - H_SUBBITS;	/* v >> e in [128,256) */
-	return H_LINEAR + (e - 1) * H_SUB + (unsigned)((v >> e) - H_SUB);
-}
-
-/* representative (midpoint) value of a bucket */
-static double h_value(unsigned i)
-{
-	unsigned e, m;
-
-	if (i < H_LINEAR)
-		return i;
-	e = (i - H_LINEAR) / H_SUB + 1;
-	m = (i - H_LINEAR) % H_SUB + H_SUB;
-	return ((double)m + 0.5) * (double)(1ULL << e);
-}
-
-static void h_add(struct hist *h, uint64_t v)
-{
-	h->count++;
-	h->sum += v;
-	if (v > h->max)
-		h->max = v;
-	h->b[h_index(v)]++;
-}
-
-static void h_merge(struct hist *d, const struct hist *s)
-{
-	d->count += s->count;
-	d->sum += s->sum;
-	if (s->max > d->max)
-		d->max = s->max;
-	for (unsigned i = 0; i < H_BUCKETS; i++)
-		d->b[i] += s->b[i];
-}
-
-/* percentile in ns (q in 0..100), never above the exact maximum */
-static double h_pct(const struct hist *h, double q)
-{
-	uint64_t want, acc = 0;
-
-	if (!h->count)
-		return 0;
-	want = (uint64_t)ceil(q / 100.0 * (double)h->count);
-	if (want < 1)
-		want = 1;
-	for (unsigned i = 0; i < H_BUCKETS; i++) {
-		acc += h->b[i];
-		if (acc >= want) {
-			double v = h_value(i);
-
-			return v > (double)h->max ? (double)h->max : v;
-		}
-	}
-	return (double)h->max;
 }
 
 /* ------------------------------------------------------------------ */
@@ -298,6 +233,7 @@ struct thread {
 	int alive;
 	struct rng rng;
 	struct stats st;
+	uint64_t sent_all, served_all;	/* incl. warmup; read by main */
 	struct conn **flush;
 	int nflush;
 	int fail;
@@ -479,6 +415,7 @@ static void issue(struct thread *th, struct conn *c, uint64_t t, bool measured)
 		return;
 	}
 	append_request(c, type, key);
+	__atomic_store_n(&th->sent_all, th->sent_all + 1, __ATOMIC_RELEASE);
 	if (measured) {
 		th->st.sent++;
 		if (type == REQ_GET)
@@ -591,11 +528,12 @@ static void complete(struct thread *th, struct conn *c, int res, uint64_t now)
 {
 	struct pending *p = q_head(c);
 
+	__atomic_store_n(&th->served_all, th->served_all + 1, __ATOMIC_RELEASE);
 	if (now >= t_mstart && now < t_end)
 		th->st.window_replies++;
 	if (p->measured) {
 		th->st.received++;
-		h_add(&th->st.lat, now > p->t ? now - p->t : 0);
+		hist_add(&th->st.lat, now > p->t ? now - p->t : 0);
 		if (!p->timed_out && now - p->t > opt.timeout_ms * 1000000ULL)
 			th->st.timeouts++;
 		switch (res) {
@@ -760,7 +698,7 @@ static void *thread_main(void *arg)
 			if (m) {
 				uint64_t lag = now - next;
 
-				h_add(&th->st.lag, lag);
+				hist_add(&th->st.lag, lag);
 				th->st.lag_sum[next >= t_mid] += lag;
 				th->st.lag_n[next >= t_mid]++;
 			}
@@ -1032,14 +970,20 @@ static void parse_args(int argc, char **argv)
  * it is reached: the harness snapshots its counters then, so that the
  * connect, the preload, the warmup and the drain stay outside its counts.
  */
-static void announce_window_at(uint64_t t, const char *edge)
+static void announce_window_at(uint64_t t, const char *edge,
+			       const struct thread *ths)
 {
 	struct timespec ts = { .tv_sec = t / NSEC, .tv_nsec = t % NSEC };
+	uint64_t sent = 0, served = 0;
 
 	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
 		;
-	printf("{\"window\": \"%s\", \"ns\": %" PRIu64 "}\n", edge, now_ns());
-	fflush(stdout);
+	/* served first: requests sent meanwhile only add to sent */
+	for (int i = 0; i < opt.threads; i++)
+		served += __atomic_load_n(&ths[i].served_all, __ATOMIC_ACQUIRE);
+	for (int i = 0; i < opt.threads; i++)
+		sent += __atomic_load_n(&ths[i].sent_all, __ATOMIC_ACQUIRE);
+	announce_window(stdout, edge, sent, served);
 }
 
 int main(int argc, char **argv)
@@ -1066,6 +1010,8 @@ int main(int argc, char **argv)
 		struct thread *th = &ths[t];
 
 		th->idx = t;
+		hist_init(&th->st.lat);
+		hist_init(&th->st.lag);
 		th->nc = opt.conns / opt.threads + (t < opt.conns % opt.threads);
 		th->alive = th->nc;
 		th->c = calloc(th->nc, sizeof(*th->c));
@@ -1096,10 +1042,12 @@ int main(int argc, char **argv)
 	t_end = t_mstart + (uint64_t)(opt.duration * 1e9);
 	t_mid = t_mstart + (t_end - t_mstart) / 2;
 	pthread_barrier_wait(&start_barrier);
-	announce_window_at(t_mstart, "start");
-	announce_window_at(t_end, "end");
+	announce_window_at(t_mstart, "start", ths);
+	announce_window_at(t_end, "end", ths);
 
 	memset(&tot, 0, sizeof(tot));
+	hist_init(&tot.lat);
+	hist_init(&tot.lag);
 	for (int t = 0; t < opt.threads; t++) {
 		struct stats *s = &ths[t].st;
 
@@ -1121,8 +1069,8 @@ int main(int argc, char **argv)
 			tot.lag_sum[h] += s->lag_sum[h];
 			tot.lag_n[h] += s->lag_n[h];
 		}
-		h_merge(&tot.lat, &s->lat);
-		h_merge(&tot.lag, &s->lag);
+		hist_merge(&tot.lat, &s->lat);
+		hist_merge(&tot.lag, &s->lag);
 	}
 
 	double dur = (double)(t_end - t_mstart) / 1e9;
@@ -1134,7 +1082,7 @@ int main(int argc, char **argv)
 	double lag_h1 = tot.lag_n[0] ? tot.lag_sum[0] / 1e3 / tot.lag_n[0] : 0;
 	double lag_h2 = tot.lag_n[1] ? tot.lag_sum[1] / 1e3 / tot.lag_n[1] : 0;
 	bool lag_growing = !opt.max_mode && lag_h2 > lag_h1 + 1000.0;
-	double lag_p99 = h_pct(&tot.lag, 99) / 1e3;
+	double lag_p99 = pct_us(&tot.lag, 99);
 	bool saturated = !opt.max_mode &&
 			 (achieved < 0.95 * target || lag_growing ||
 			  lag_p99 > 10000.0);
@@ -1153,13 +1101,13 @@ int main(int argc, char **argv)
 		       tot.sent, tot.received, tot.gets, tot.hits, tot.misses,
 		       tot.sets, errors, tot.timeouts);
 		printf("  latency us: avg %.1f p50 %.1f p95 %.1f p99 %.1f p99.9 %.1f max %.1f\n",
-		       lat_avg, h_pct(&tot.lat, 50) / 1e3, h_pct(&tot.lat, 95) / 1e3,
-		       h_pct(&tot.lat, 99) / 1e3, h_pct(&tot.lat, 99.9) / 1e3,
+		       lat_avg, pct_us(&tot.lat, 50), pct_us(&tot.lat, 95),
+		       pct_us(&tot.lat, 99), pct_us(&tot.lat, 99.9),
 		       tot.lat.max / 1e3);
 		if (!opt.max_mode)
 			printf("  schedule lag us: avg %.1f p99 %.1f max %.1f "
 			       "(1st half avg %.1f, 2nd half avg %.1f)%s\n",
-			       lag_avg, h_pct(&tot.lag, 99) / 1e3, tot.lag.max / 1e3,
+			       lag_avg, pct_us(&tot.lag, 99), tot.lag.max / 1e3,
 			       lag_h1, lag_h2, lag_growing ? " GROWING" : "");
 	}
 
@@ -1190,12 +1138,12 @@ int main(int argc, char **argv)
 			tot.timeouts, tot.conn_failures);
 		fprintf(f, " \"latency_us\": {\"avg\": %.1f, \"p50\": %.1f, "
 			"\"p95\": %.1f, \"p99\": %.1f, \"p999\": %.1f, \"max\": %.1f},\n",
-			lat_avg, h_pct(&tot.lat, 50) / 1e3, h_pct(&tot.lat, 95) / 1e3,
-			h_pct(&tot.lat, 99) / 1e3, h_pct(&tot.lat, 99.9) / 1e3,
+			lat_avg, pct_us(&tot.lat, 50), pct_us(&tot.lat, 95),
+			pct_us(&tot.lat, 99), pct_us(&tot.lat, 99.9),
 			tot.lat.max / 1e3);
 		fprintf(f, " \"lag_us\": {\"avg\": %.1f, \"p99\": %.1f, \"max\": %.1f, "
 			"\"first_half_avg\": %.1f, \"second_half_avg\": %.1f},\n",
-			lag_avg, h_pct(&tot.lag, 99) / 1e3, tot.lag.max / 1e3,
+			lag_avg, pct_us(&tot.lag, 99), tot.lag.max / 1e3,
 			lag_h1, lag_h2);
 		fprintf(f, " \"lag_growing\": %s, \"saturated\": %s}\n",
 			lag_growing ? "true" : "false", saturated ? "true" : "false");

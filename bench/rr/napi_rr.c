@@ -57,10 +57,12 @@
  *   grace_ms                    wait for stragglers after the last send
  *   rx_polls, rx_wakeups, rx_empty, poller_polls  receive path syscalls
  *   interrupted                 true if stopped by a signal
- * Client stdout: {"window":"start","ns":N,"replies":R} when the warm-up is
- * over and {"window":"end","ns":N,"replies":R} once the last request is
- * sent or the sender gave up (before the grace period), CLOCK_MONOTONIC,
- * R the unique replies received so far; then a human-readable summary.
+ * Client stdout: the window edge lines of bench/include/window.h,
+ * {"window": "start"|"end", "ns": N, "sent": S, "served": R}, "start" when
+ * the warm-up is over and "end" once the last request is sent or the
+ * sender gave up (before the grace period); N is CLOCK_MONOTONIC, S the
+ * requests sent so far and R the unique replies received so far, warm-up
+ * included; then a human-readable summary.
  * Server JSON (stdout): {"role":"server","ready":true} once the socket is
  * up, then on exit one line: role, transport, poll, requests,
  *   replies, dropped, rx_polls, rx_wakeups, rx_empty, poller_polls,
@@ -103,6 +105,7 @@
 #include <xdp/xsk.h>
 
 #include "hist.h"
+#include "window.h"
 
 #ifndef SO_BUSY_POLL
 #define SO_BUSY_POLL		46
@@ -1688,15 +1691,16 @@ static void client_print_summary(const struct client *c)
 /* A line on stdout at each edge of the measured window (warm-up over,
  * last measured request sent): the harness snapshots its counters then,
  * so that set-up, warm-up and the grace period stay outside its counts.
+ * The replies in between are what the SUT received in the window,
+ * whatever their requests' round trip.
  */
-static void announce_window(struct client *c, const char *edge)
+static void client_window_edge(struct client *c, const char *edge)
 {
-	/* The replies in between are what the SUT received in the window,
-	 * whatever their requests' round trip.
-	 */
-	printf("{\"window\":\"%s\",\"ns\":%" PRIu64 ",\"replies\":%" PRIu64 "}\n",
-	       edge, now_ns(), __atomic_load_n(&c->replied_all, __ATOMIC_ACQUIRE));
-	fflush(stdout);
+	/* replies first: requests sent meanwhile only add to sent */
+	uint64_t served = __atomic_load_n(&c->replied_all, __ATOMIC_ACQUIRE);
+	uint64_t sent = __atomic_load_n(&c->sent_all, __ATOMIC_ACQUIRE);
+
+	announce_window(stdout, edge, sent, served);
 }
 
 /* Wait for stragglers: 10 x the worst RTT seen, within [200 ms, 2 s]. */
@@ -1783,11 +1787,11 @@ static int client_run(const struct opts *o)
 	tx_started = true;
 	sleep_until(c->measure_ns);
 	if (!stopping())
-		announce_window(c, "start");
+		client_window_edge(c, "start");
 	while (!stopping() && !__atomic_load_n(&c->sender_done, __ATOMIC_ACQUIRE))
 		usleep(5000);
 	if (!stopping())
-		announce_window(c, "end");
+		client_window_edge(c, "end");
 	grace = client_grace(c);
 stop:
 	__atomic_store_n(&c->rx_stop, 1, __ATOMIC_RELAXED);

@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Log-linear histogram of nanosecond values, HDR style: values below 128
+ * Log-linear histogram of nanosecond values, HDR style: values below 256
  * are exact, above that every power of two is split into 128 sub-buckets,
  * so a bucket is at most 1/128 (< 0.8 %) of its value wide.  Fixed size
- * (~58 KiB), no allocation, one writer.
+ * (~58 KiB), no allocation, one writer: threads keep their own and
+ * hist_merge() them afterwards.  Shared by bench/rr/napi_rr.c and
+ * bench/memcached/mc_load.c so that their percentiles mean the same.
  */
-#ifndef NAPI_RR_HIST_H
-#define NAPI_RR_HIST_H
+#ifndef BENCH_HIST_H
+#define BENCH_HIST_H
 
 #include <stdint.h>
 #include <string.h>
@@ -71,6 +73,9 @@ static inline uint64_t hist_percentile(const struct hist *h, double p)
 
 	if (!h->count)
 		return 0;
+	/* ceil(), but floating noise must not push an exact rank up:
+	 * 99.9 % of 1000 samples is the 999th, not the 1000th.
+	 */
 	rank = (uint64_t)(p / 100.0 * (double)h->count + 0.999999);
 	if (rank < 1)
 		rank = 1;
@@ -94,4 +99,19 @@ static inline uint64_t hist_mean(const struct hist *h)
 	return h->count ? h->sum / h->count : 0;
 }
 
-#endif /* NAPI_RR_HIST_H */
+/* Add SRC's samples to DST (both hist_init()ed). */
+static inline void hist_merge(struct hist *dst, const struct hist *src)
+{
+	unsigned int i;
+
+	dst->count += src->count;
+	dst->sum += src->sum;
+	if (src->min < dst->min)
+		dst->min = src->min;
+	if (src->max > dst->max)
+		dst->max = src->max;
+	for (i = 0; i < HIST_BUCKETS; i++)
+		dst->bucket[i] += src->bucket[i];
+}
+
+#endif /* BENCH_HIST_H */
