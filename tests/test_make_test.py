@@ -56,6 +56,33 @@ def test_crashed_check_patches_is_a_named_failure(tmp_path):
     assert lines[-1] == "3 passed, 2 failed, 0 skipped"
 
 
+def test_make_test_keeps_other_targets_results(tmp_path):
+    """make test replaces its own results only: a finished make bench
+    (hours of work) and the demo stay; the kernel build log is kept with
+    the results."""
+    results = tmp_path / "top" / "build" / "results"
+    for kept in ("bench/bench.md", "demo/demo.log"):
+        (results / kept).parent.mkdir(parents=True)
+        (results / kept).write_text("kept\n")
+    (results / "test").mkdir()
+    (results / "test" / "stale.log").write_text("old run\n")
+    obj = tmp_path / "cache" / "obj"
+    proc, lines = make_test(tmp_path, {
+        "deps.sh": "exit 0",
+        "fetch-base.sh": "exit 0",
+        "napi-audit.py": "exit 0",
+        "prepare-tree.sh": "exit 0",
+        "check-newest.sh": "echo '[]' >\"$1\"",
+        "build.sh": f"mkdir -p {obj}; echo 'error: it broke' >{obj}/build.log; exit 1",
+    }, env_extra={"SKIP_STATIC": "1"})
+    assert proc.returncode != 0
+    assert (results / "bench" / "bench.md").read_text() == "kept\n"
+    assert (results / "demo" / "demo.log").read_text() == "kept\n"
+    assert not (results / "test" / "stale.log").exists()
+    assert "it broke" in (results / "test" / "kernel-build.log").read_text()
+    assert any("see build/results/test/kernel-build.log" in line for line in lines), lines
+
+
 def test_missing_base_is_a_named_failure(tmp_path):
     # The real fetch-base.sh, with an archive that no longer has the pin.
     proc, lines = make_test(tmp_path, {"deps.sh": "exit 0"},
@@ -85,7 +112,7 @@ def test_plan_takes_several_filters_and_boots_their_nics(tmp_path):
                    # SIGPIPE, which pipefail must not turn into an exit.
                    'echo \'name "igb", bus PCI\'; echo "QEMU 10"; sleep 0.2; seq 100000'},
         env_extra={"TESTS": "napi_reconfig.py@e1000e,napi_id.py@igb", "SKIP_STATIC": "1"})
-    results = tmp_path / "top" / "build" / "results" / "vm"
+    results = tmp_path / "top" / "build" / "results" / "test" / "vm"
     # One entry per filter and NIC; the timeouts (x3 here, a slow
     # machine) follow selftests.list and are not this test's business.
     plan = [line.split() for line in (results / "plan").read_text().splitlines()]

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Turn the raw outputs of a 'make test' run into per-test results.
 
-Reads build/results/vm (plan, TAP, dmesg, guest-results.jsonl, console.log) and
+Reads build/results/test/vm (plan, TAP, dmesg, guest-results.jsonl, console.log) and
 any extra result lists (static checks, unit tests), writes summary.json,
 prints one line per test and the closing 'N passed, N failed, N skipped'.
 Exit status 1 on any failure or kernel splat.

@@ -7,8 +7,12 @@
 # on any failure, including a step that died without its result file.
 # TESTS=substring[,substring...] runs only matching selftests (and skips the package and
 # bench checks); SKIP_STATIC=1 skips the per-patch checks (developer loop).
+# Results go to RESULTS/test (build/results/test): make test replaces only
+# its own folder, never make bench's or make run's.
 . "$(dirname "$0")/lib.sh"
 start=$(date +%s)
+export RESULTS=$RESULTS/test
+shown=${RESULTS#"$TOP"/}
 rm -rf "$RESULTS"
 mkdir -p "$RESULTS"
 
@@ -36,14 +40,14 @@ logged() {
 died_with() {
 	local reason
 	reason=$(grep -o 'ERROR: .*' "$RESULTS/$1.log" | tail -1 | sed 's/^ERROR: //')
-	echo "${reason:-see build/results/$1.log}"
+	echo "${reason:-see $shown/$1.log}"
 }
 
 step "workbench unit tests"
 if "$VENV/bin/python" -m pytest -q "$TOP/tests" >"$RESULTS/unit.log" 2>&1; then
 	add_result "$wb" unit:workbench unit pass
 else
-	add_result "$wb" unit:workbench unit fail "see build/results/unit.log"
+	add_result "$wb" unit:workbench unit fail "see $shown/unit.log"
 fi
 tail -1 "$RESULTS/unit.log" >&2
 
@@ -95,8 +99,11 @@ if [ -z "${SKIP_STATIC:-}" ]; then
 fi
 
 step "kernel build"
-if ! "$TOP/workbench/build.sh" "$SRC" "$OBJ" "$FLAVOUR"; then
-	add_result "$wb" kernel:build build fail "build failed at the series tip, see $OBJ/build.log"
+built=0
+"$TOP/workbench/build.sh" "$SRC" "$OBJ" "$FLAVOUR" || built=$?
+cp "$OBJ/build.log" "$RESULTS/kernel-build.log" 2>/dev/null || true
+if [ "$built" != 0 ]; then
+	add_result "$wb" kernel:build build fail "build failed at the series tip, see $shown/kernel-build.log"
 	finish
 	exit 1
 fi
@@ -167,7 +174,7 @@ if [ "${BENCH_SMOKE:-1}" != 0 ] && [ -z "${TESTS:-}" ]; then
 	if RESULTS=$RESULTS "$TOP/workbench/bench.sh" smoke "$OBJ" >"$RESULTS/bench-smoke.log" 2>&1; then
 		add_result "$wb" bench:smoke bench pass
 	else
-		add_result "$wb" bench:smoke bench fail "see build/results/bench-smoke.log"
+		add_result "$wb" bench:smoke bench fail "see $shown/bench-smoke.log"
 		tail -15 "$RESULTS/bench-smoke.log" >&2
 	fi
 fi
