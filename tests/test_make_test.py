@@ -38,13 +38,19 @@ def make_test(tmp_path, stubs, path_stubs=None, env_extra=None):
     return proc, proc.stdout.splitlines()
 
 
+# Stubs for the steps before the build, all passing.
+STATIC_STEPS_PASS = {
+    "deps.sh": "exit 0",
+    "fetch-base.sh": "exit 0",
+    "napi-audit.py": "exit 0",
+    "prepare-tree.sh": "exit 0",
+    "check-newest.sh": "echo '[]' >\"$1\"",
+}
+
+
 def test_crashed_check_patches_is_a_named_failure(tmp_path):
     proc, lines = make_test(tmp_path, {
-        "deps.sh": "exit 0",
-        "fetch-base.sh": "exit 0",
-        "napi-audit.py": "exit 0",
-        "prepare-tree.sh": "exit 0",
-        "check-newest.sh": "echo '[]' >\"$1\"",
+        **STATIC_STEPS_PASS,
         # Dies as a crash would: no static.json.
         "check-patches.sh": "echo 'W=1 build of net/core/dev.o ...' >&2; kill -SEGV $$",
         "build.sh": "exit 1",
@@ -68,11 +74,7 @@ def test_make_test_keeps_other_targets_results(tmp_path):
     (results / "test" / "stale.log").write_text("old run\n")
     obj = tmp_path / "cache" / "obj"
     proc, lines = make_test(tmp_path, {
-        "deps.sh": "exit 0",
-        "fetch-base.sh": "exit 0",
-        "napi-audit.py": "exit 0",
-        "prepare-tree.sh": "exit 0",
-        "check-newest.sh": "echo '[]' >\"$1\"",
+        **STATIC_STEPS_PASS,
         "build.sh": f"mkdir -p {obj}; echo 'error: it broke' >{obj}/build.log; exit 1",
     }, env_extra={"SKIP_STATIC": "1"})
     assert proc.returncode != 0
@@ -98,11 +100,7 @@ def test_plan_takes_several_filters_and_boots_their_nics(tmp_path):
     the VM gets a pair of each NIC model the plan names (VM_NICS), and a
     model this QEMU lacks is named in the SKIP reason instead."""
     proc, lines = make_test(tmp_path, {
-        "deps.sh": "exit 0",
-        "fetch-base.sh": "exit 0",
-        "napi-audit.py": "exit 0",
-        "prepare-tree.sh": "exit 0",
-        "check-newest.sh": "echo '[]' >\"$1\"",
+        **STATIC_STEPS_PASS,
         "build.sh": "exit 0",
         "ksft-install.sh": "exit 0",
         "vm-accel.sh": "echo tcg",
