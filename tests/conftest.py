@@ -1,4 +1,6 @@
 """Shared set-up of the workbench unit tests: import path and fixtures."""
+import importlib.machinery
+import importlib.util
 import os
 import sys
 
@@ -10,3 +12,12 @@ sys.path.insert(0, WORKBENCH)
 def fixture_text(name):
     with open(os.path.join(FIXTURES, name)) as fp:
         return fp.read()
+
+
+def load_script(name, path):
+    """Import the script at PATH as module NAME; the loader is named
+    explicitly because some scripts have no .py suffix or a hyphen."""
+    loader = importlib.machinery.SourceFileLoader(name, path)
+    module = importlib.util.module_from_spec(importlib.util.spec_from_loader(name, loader))
+    loader.exec_module(module)
+    return module

@@ -1,20 +1,18 @@
 """bench/bench_report.py and the window arithmetic of bench/benchlib.py on
 synthetic cells: tables, repetitions, ratios, loss, baseline, goals."""
-import importlib.util
 import json
 import os
 import sys
 
 import pytest
 
+from conftest import load_script
+
 BENCH = os.path.join(os.path.dirname(__file__), "..", "bench")
 
 
 def load(name):
-    spec = importlib.util.spec_from_file_location(name, os.path.join(BENCH, f"{name}.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(name, os.path.join(BENCH, f"{name}.py"))
 
 
 bench_report = load("bench_report")

@@ -2,8 +2,6 @@
 family against realistic /proc/interrupts lines, the plan of seeds 000
 and 001 on the SUT and the peer, apply and --dry-run through a recording
 runner, and record's JSON snapshot. Nothing here touches the host."""
-import importlib.machinery
-import importlib.util
 import io
 import json
 import os
@@ -11,19 +9,13 @@ import subprocess
 
 import pytest
 
+from conftest import load_script
+
 TOP = os.path.join(os.path.dirname(__file__), "..")
 SCRIPT = os.path.join(TOP, "bench", "host", "host-setup.py")
 
 
-def load_script():
-    # A hyphen in the name: load it by path.
-    loader = importlib.machinery.SourceFileLoader("host_setup", SCRIPT)
-    module = importlib.util.module_from_spec(importlib.util.spec_from_loader("host_setup", loader))
-    loader.exec_module(module)
-    return module
-
-
-hs = load_script()
+hs = load_script("host_setup", SCRIPT)
 
 
 class RecordingRunner(hs.Runner):

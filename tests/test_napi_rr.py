@@ -3,7 +3,6 @@ that cannot keep its schedule gives up after a bounded time and reports
 what it never sent), bench/memcached/mc_load against a stand-in
 memcached, and their shared headers bench/include/hist.h and window.h
 (the window edge lines, parsed by bench/benchlib.py)."""
-import importlib.util
 import json
 import os
 import shutil
@@ -15,7 +14,7 @@ import time
 
 import pytest
 
-from conftest import FIXTURES
+from conftest import FIXTURES, load_script
 
 BENCH = os.path.join(os.path.dirname(__file__), "..", "bench")
 RR = os.path.join(BENCH, "rr")
@@ -24,10 +23,7 @@ SERVER, CLIENT = "127.0.0.2", "127.0.0.1"
 
 
 def load_benchlib():
-    spec = importlib.util.spec_from_file_location("benchlib", os.path.join(BENCH, "benchlib.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("benchlib", os.path.join(BENCH, "benchlib.py"))
 
 
 benchlib = load_benchlib()

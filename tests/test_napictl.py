@@ -2,8 +2,6 @@
 encoding and parsing, CPU lists, the config file, the show table, queue to
 NAPI resolution, napi-set errors; and workbench/package-tools.sh's .deb."""
 import errno
-import importlib.machinery
-import importlib.util
 import json
 import os
 import shutil
@@ -12,19 +10,13 @@ import subprocess
 
 import pytest
 
+from conftest import load_script
+
 TOP = os.path.join(os.path.dirname(__file__), "..")
 TOOL = os.path.join(TOP, "tools", "napictl")
 
 
-def load_napictl():
-    # No .py suffix: name the loader explicitly.
-    loader = importlib.machinery.SourceFileLoader("napictl", TOOL)
-    module = importlib.util.module_from_spec(importlib.util.spec_from_loader("napictl", loader))
-    loader.exec_module(module)
-    return module
-
-
-napictl = load_napictl()
+napictl = load_script("napictl", TOOL)
 NetlinkError = napictl.NetlinkError
 FAMILY = 0x22
 ALL_OPS = (napictl.NETDEV_CMD_QUEUE_GET, napictl.NETDEV_CMD_NAPI_GET, napictl.NETDEV_CMD_NAPI_SET)
