@@ -28,6 +28,8 @@ import argparse
 import dataclasses
 import datetime
 import glob
+import importlib.machinery
+import importlib.util
 import json
 import os
 import re
@@ -201,28 +203,18 @@ def queue_ranks(irqs):
 
 # --- CPU lists -------------------------------------------------------------------
 
-def parse_cpu_list(text):
-    """ "0,3,8-11" -> [0, 3, 8, 9, 10, 11] (sorted, unique)."""
-    cpus = set()
-    for part in str(text).strip().split(","):
-        lo, dash, hi = part.strip().partition("-")
-        if not lo.isdigit() or (dash and not hi.isdigit()):
-            raise ValueError(f"bad CPU list {text!r}")
-        cpus.update(range(int(lo), int(hi if dash else lo) + 1))
-    return sorted(cpus)
+def load_napictl():
+    """napictl (tools/, no .py suffix) parses and formats CPU lists."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "napictl")
+    loader = importlib.machinery.SourceFileLoader("napictl", path)
+    module = importlib.util.module_from_spec(importlib.util.spec_from_loader("napictl", loader))
+    loader.exec_module(module)
+    return module
 
 
-def format_cpu_list(cpus):
-    """[0, 1, 2, 5] -> "0-2,5"."""
-    parts, cpus = [], sorted(set(cpus))
-    i = 0
-    while i < len(cpus):
-        j = i
-        while j + 1 < len(cpus) and cpus[j + 1] == cpus[j] + 1:
-            j += 1
-        parts.append(str(cpus[i]) if i == j else f"{cpus[i]}-{cpus[j]}")
-        i = j + 1
-    return ",".join(parts)
+_napictl = load_napictl()
+parse_cpu_list = _napictl.parse_cpu_list
+format_cpu_list = _napictl.format_cpu_list
 
 
 def cpu_mask_hex(cpus):
