@@ -89,3 +89,18 @@ def test_a_test_on_a_real_nic_is_its_own_entry(tmp_path):
     assert res["drivers/net:a.py"]["status"] == "skip"
     assert res["drivers/net:a.py@igb"]["status"] == "fail"
     assert proc.stdout.splitlines()[-1] == "0 passed, 1 failed, 1 skipped"
+
+
+def test_a_failed_case_shows_why(tmp_path):
+    vm = tmp_path / "vm" / "tests"
+    vm.mkdir(parents=True)
+    (vm / "net_a.py.tap").write_text("# # polls: 0\n# # Check failed 0 < 1 no poll by a kthread\n"
+                                     "# not ok 1 a.case\nnot ok 1 selftests: net: a.py # exit=1\n")
+    (vm / "net_a.py.dmesg").write_text(open(os.path.join(FIX, "clean.dmesg")).read())
+    (tmp_path / "vm" / "guest-results.jsonl").write_text(
+        json.dumps({"test": "net:a.py", "rc": 1, "seconds": 1.0, "timeout": 10}) + "\n")
+    (tmp_path / "vm" / "plan").write_text("net:a.py 10\n")
+    proc = subprocess.run([sys.executable, os.path.join(WB, "make_test_report.py"), "--results",
+                           str(tmp_path)], capture_output=True, text=True)
+    assert "      not ok: a.case\n        | polls: 0\n" \
+           "        | Check failed 0 < 1 no poll by a kthread\n" in proc.stdout

@@ -45,3 +45,13 @@ def test_plain_comment_is_a_reason():
     top = tap.parse("not ok 1 selftests: net: x.py # exit=1\n")[0]
     assert top["status"] == "fail"
     assert top["directive"] is None and top["reason"] == "exit=1"
+
+
+def test_a_case_keeps_the_diagnostics_printed_before_it():
+    tops = tap.parse("# # setup chatter\n# ok 1 a.first\n# # one\n# # Check| At x.py, line 3\n"
+                     "# # Check|     ksft_ge(n, 1)\n# # Check failed 0 < 1 no poll\n"
+                     "# not ok 2 a.second\nnot ok 1 selftests: net: a.py # exit=1\n")
+    first, second = tops[0]["cases"]
+    assert first["diagnostics"] == ["setup chatter"]
+    assert second["diagnostics"] == ["Check| At x.py, line 3", "Check|     ksft_ge(n, 1)",
+                                     "Check failed 0 < 1 no poll"]

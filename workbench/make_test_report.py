@@ -40,6 +40,9 @@ def read(path):
         return fp.read()
 
 
+# A failed case's diagnostic lines in the report, cut to this width.
+DIAGNOSTIC_WIDTH = 160
+
 WARN_AT = re.compile(r" at ([\w./-]+\.[ch]):(\d+)")
 
 
@@ -202,6 +205,8 @@ def main():
         for c in r.get("cases", []):
             if c["status"] == "fail":
                 print(f"      not ok: {c['name']}")
+                for line in c.get("diagnostics", []):
+                    print(f"        | {line[:DIAGNOSTIC_WIDTH]}")
 
     counts = {s: sum(r["status"] == s for r in results) for s in ("pass", "fail", "skip", "xfail")}
     summary = {"base": args.base, "accel": accel, "counts": counts, "results": results}

@@ -39,14 +39,24 @@ def classify(ok, directive):
     return "pass" if ok else "fail"
 
 
+# Diagnostic lines kept per sub-result: a failed check's location and
+# verdict, or the end of a traceback.
+DIAGNOSTICS_KEPT = 3
+
+
 def parse(text):
-    """Return a list of top-level results, each with its sub-results."""
+    """Return a list of top-level results, each with its sub-results.
+    A sub-result carries the last DIAGNOSTICS_KEPT diagnostic lines
+    printed since the previous one."""
     tops = []
     pending = []
+    notes = []
     for raw in text.splitlines():
         depth, content = _level(raw.rstrip("\n"))
         m = RESULT_RE.match(content)
         if not m:
+            if depth >= 2 and content.strip():
+                notes = (notes + [content.strip()])[-DIAGNOSTICS_KEPT:]
             continue
         ok = m.group("ok") == "ok"
         directive = (m.group("directive") or "").upper()
@@ -67,7 +77,9 @@ def parse(text):
             pending = []
             tops.append(res)
         elif depth == 1:
+            res["diagnostics"] = notes
             pending.append(res)
+        notes = []
     if pending:
         # Sub-results with no closing top-level line: the runner died.
         tops.append({"name": None, "number": None, "status": "fail",
