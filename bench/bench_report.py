@@ -396,7 +396,7 @@ def rr_tables(run, agg, lines, summary):
             cells = [agg.get((device, transport, rate, delay, m)) for m in modes]
             lines.append(f"| {rate} pkt/s + {delay}us delay |" + " |" * len(modes))
 
-            def row(text):
+            def row(text, cells=cells):
                 lines.append("| | " + " | ".join(text(c) if c else "-" for c in cells) + " |")
             row(reps_text)
             for p in PCTS:
@@ -797,8 +797,9 @@ def mc_tables(run, agg, lines, summary):
         lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
         reasons = {}
         for load in loads:
-            for (d, l, variant), a in sorted(agg.items(), key=lambda kv: variant_key(kv[0][2])):
-                if d != device or l != load:
+            for (d, cell_load, variant), a in sorted(agg.items(),
+                                                     key=lambda kv: variant_key(kv[0][2])):
+                if d != device or cell_load != load:
                     continue
                 s, y = a["sut"], a["system"]
                 frac = s["suspended_frac"]
@@ -831,9 +832,9 @@ def variant_key(name):
 
 def mc_findings(device, loads, agg, lines, summary):
     variants = sorted({k[2] for k in agg if k[0] == device}, key=variant_key)
-    sustained = [l for l in loads if l != "MAX" and all(
-        (device, l, v) in agg and not agg[(device, l, v)]["saturated"] and
-        not agg[(device, l, v)]["errors"] for v in variants)]
+    sustained = [load for load in loads if load != "MAX" and all(
+        (device, load, v) in agg and not agg[(device, load, v)]["saturated"] and
+        not agg[(device, load, v)]["errors"] for v in variants)]
     suspends = [v for v in variants if v.startswith("suspend")]
     defers = [v for v in variants if v.startswith("defer")]
     found = {"device": device, "highest_sustained_load": sustained[-1] if sustained else None}
@@ -852,10 +853,10 @@ def mc_findings(device, loads, agg, lines, summary):
             b = agg.get((device, low, ref))
             if b:
                 found[f"{s}_cpu_over_{ref}_at_{low}"] = ratio_value(a, b, ref, "cpu")
-    found["sut_rx_irqs_per_query"] = {f"{v}@{l}": agg[(device, l, v)]["sut"]["rx_irqs"]
-                                      for l in loads for v in variants
+    found["sut_rx_irqs_per_query"] = {f"{v}@{load}": agg[(device, load, v)]["sut"]["rx_irqs"]
+                                      for load in loads for v in variants
                                       if (v == "base" or v.startswith(("defer", "suspend")))
-                                      and (device, l, v) in agg}
+                                      and (device, load, v) in agg}
     summary["mc_findings"].append(found)
     lines.append(f"\nFindings on {device}: " + json.dumps(found))
 
@@ -1195,11 +1196,11 @@ def plots(top, rr_agg, mc_agg):
         fig, axes = plt.subplots(len(devices), 2, figsize=(12, 4 * len(devices)), squeeze=False)
         for row, device in zip(axes, devices):
             for v in sorted({k[2] for k in mc_agg if k[0] == device}, key=variant_key):
-                pts = sorted(((l, a) for (d, l, vv), a in mc_agg.items()
-                              if d == device and vv == v and l != "MAX" and a["qps"] is not None),
+                pts = sorted(((load, a) for (d, load, vv), a in mc_agg.items()
+                              if d == device and vv == v and load != "MAX" and a["qps"] is not None),
                              key=lambda x: x[0])
                 row[0].plot([a["qps"] for _, a in pts], [a["p99"] for _, a in pts], "o-", label=v)
-                row[1].plot([l for l, _ in pts], [a["cpu"] for _, a in pts], "o-", label=v)
+                row[1].plot([load for load, _ in pts], [a["cpu"] for _, a in pts], "o-", label=v)
             row[0].set(xlabel="achieved QPS", ylabel="p99 latency (us)", yscale="log",
                        title=f"memcached p99 vs load, {device}")
             row[1].set(xlabel="target QPS", ylabel="server CPU busy %",

@@ -25,8 +25,10 @@ US = 1000  # ns per us: the seed gives timeouts in us, netlink takes ns
 def variants(xs, suspend_ms):
     """The seed's variants; X is gro_flush_timeout in us, SUSPEND_MS the
     suspendX variants' irq-suspend-timeout (--irq-suspend-ms)."""
-    epoll = lambda usecs: {"EPOLL_BUSY_POLL_USECS": str(usecs), "EPOLL_BUSY_POLL_BUDGET": "64",
-                           "EPOLL_PREFER_BUSY_POLL": "1", "EPOLL_BUSY_POLL_STRICT": "1"}
+    def epoll(usecs):
+        return {"EPOLL_BUSY_POLL_USECS": str(usecs), "EPOLL_BUSY_POLL_BUDGET": "64",
+                "EPOLL_PREFER_BUSY_POLL": "1", "EPOLL_BUSY_POLL_STRICT": "1"}
+
     out = {"base": (dict(), {})}
     for x in xs:
         out[f"defer{x}"] = (dict(defer=100, gro=x * US), {})

@@ -49,11 +49,10 @@ def test_crash_is_attributed_to_the_running_test(tmp_path):
 
 
 def test_missing_dmesg_fails(tmp_path):
-    proc, res = make_run(tmp_path, [("net:a.py", "skip.tap", "clean.dmesg")])
+    make_run(tmp_path, [("net:a.py", "skip.tap", "clean.dmesg")])
     os.unlink(tmp_path / "vm" / "tests" / "net_a.py.dmesg")
-    proc = subprocess.run([sys.executable, os.path.join(WB, "make_test_report.py"),
-                           "--results", str(tmp_path)],
-                          capture_output=True, text=True)
+    subprocess.run([sys.executable, os.path.join(WB, "make_test_report.py"),
+                    "--results", str(tmp_path)], capture_output=True, text=True)
     summary = json.loads((tmp_path / "summary.json").read_text())
     first = summary["results"][0]
     assert first["status"] == "fail" and "splat scan impossible" in first["reason"]

@@ -40,7 +40,7 @@ guest_env=$( (env | grep -E '^BENCH_[A-Z_]+=' || true) | sed -E "s/^([^=]+)=(.*)
 # igb (QEMU 8.0+) is the benchmarks' real NIC driver, the only one they
 # boot (make test's selftests left theirs in VM_NICS); without it its
 # cells are recorded as skipped.
-VM_NICS=
+export VM_NICS=
 use_nic igb "no igb cells"
 rm -rf "$out"
 mkdir -p "$out"

@@ -8,9 +8,9 @@ APT_PACKAGES=(
 	kmod libcap-dev libelf-dev libmnl-dev libssl-dev make pahole python3-venv
 	python3-yaml qemu-system-x86 rsync socat udev xz-utils zstd
 	libbpf-dev libxdp-dev bpftrace memcached python3-matplotlib python3-git python3-ply
-	debhelper dpkg-dev
+	debhelper dpkg-dev shellcheck
 )
-VENV_PACKAGES=(virtme-ng==1.42 pytest==8.3.3)
+VENV_PACKAGES=(virtme-ng==1.42 pytest==8.3.3 ruff==0.17.6)
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do

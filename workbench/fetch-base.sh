@@ -58,7 +58,7 @@ fi
 rm -rf "$SRC" "$APPLY"
 mv "$unpack/linux" "$SRC"
 rm -rf "$unpack"
-cd "$SRC"
+cd "$SRC" || exit
 git init -q -b base
 git config gc.auto 0
 git config core.abbrev 12

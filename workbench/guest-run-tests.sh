@@ -85,9 +85,9 @@ nics_of() {
 # subnets), and silent (no IPv6; only the remote end of endpoint() gets
 # an IPv4 address): the others only drop what they receive.
 park_peers() {
-	local mac nic netns=$1-peers
+	local nic netns=$1-peers
 	ip netns add "$netns" 2>/dev/null || return 0
-	nics_of "$1" | while read -r mac nic; do
+	nics_of "$1" | while read -r _ nic; do
 		[ "$nic" != "$NETIF" ] &&
 			ip link set dev "$nic" netns "$netns" &&
 			ip netns exec "$netns" sysctl -qw "net.ipv6.conf.$nic.disable_ipv6=1" &&

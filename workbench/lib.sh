@@ -1,4 +1,5 @@
 # shellcheck shell=bash
+# shellcheck disable=SC2034 # settings for the scripts that source this
 # Common settings for the workbench scripts; sourced, never executed.
 set -euo pipefail
 

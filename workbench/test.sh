@@ -18,6 +18,7 @@ mkdir -p "$RESULTS"
 
 current=
 step() { current=$*; log "[$(( $(date +%s) - start ))s] $*"; }
+# shellcheck disable=SC2154 # rc is assigned in the trap itself
 trap 'rc=$?; [ $rc = 0 ] || log "make test stopped (exit $rc) during: $current"' EXIT
 
 step "prerequisites"
@@ -87,6 +88,10 @@ if ! logged apply "$TOP/workbench/prepare-tree.sh"; then
 	exit 1
 fi
 add_result "$wb" "series:apply:$(base_tag)" static pass
+
+step "lint (shellcheck, ruff)"
+extra+=(--extra "lint=$RESULTS/lint.json")
+"$TOP/workbench/lint.sh" "$RESULTS/lint.json" || true
 
 step "apply the series to the newest $BASE_PKG"
 extra+=(--extra "check-newest=$RESULTS/newest.json")

@@ -11,7 +11,7 @@ show() { printf '$ %s\n' "$*"; "$@"; }
 # nsim_pair QUEUES: netdevsim devices 1 and 2 in namespaces nsA and nsB,
 # linked back to back, addressed 192.0.2.1/24 and 192.0.2.2/24.
 nsim_pair() {
-	local q=$1 ns i dev ifi fd_a fd_b
+	local q=$1 ns i dev fd_a fd_b
 	for i in 1 2; do
 		ns=ns$( [ $i = 1 ] && echo A || echo B)
 		ip netns add "$ns"
