@@ -45,6 +45,7 @@ STATIC_STEPS_PASS = {
     "napi-audit.py": "exit 0",
     "prepare-tree.sh": "exit 0",
     "check-newest.sh": "echo '[]' >\"$1\"",
+    "lint.sh": "echo '[]' >\"$1\"",
 }
 
 
