@@ -18,6 +18,8 @@ import sys
 import tempfile
 import time
 
+import nic_irqs
+
 NS_SUT, NS_PEER = "nsA", "nsB"
 ADDR_SUT, ADDR_PEER = "192.0.2.1", "192.0.2.2"
 # CPU layout (seed 000 keeps the application, the NAPI kthread/IRQs and
@@ -136,13 +138,19 @@ class Pair:
         self.ifname = {}
         self.addr = {NS_SUT: ADDR_SUT, NS_PEER: ADDR_PEER}
         self.netns = {NS_SUT: NS_SUT, NS_PEER: NS_PEER}
-        self.irq_names = []      # /proc/interrupts names of the SUT device
+        self.irq_regex = None    # the SUT device's data vectors (nic_irqs)
         self.irq_note = None     # why it has none
         self.nics = []
         self._macs = {}
 
     def wrap(self, side, argv):
         return ["ip", "netns", "exec", self.netns[side]] + list(argv)
+
+    def _find_irqs(self, dev):
+        """The SUT device DEV's data vectors, from init_net's view of it."""
+        self.irq_regex = nic_irqs.netif_irq_regex(dev)
+        if self.irq_regex is None:
+            self.irq_note = f"no data vectors of {dev} found in /proc/interrupts"
 
     def link(self, side):
         out = sh(*self.wrap(side, ["ip", "-j", "link", "show", self.ifname[side]]))
@@ -229,10 +237,6 @@ class VirtioPair(Pair):
                     nics.append((f.read().strip(), dev))
         return [dev for _, dev in sorted(nics)]
 
-    def sut_irq_names(self, dev):
-        virtio = os.path.basename(os.readlink(f"/sys/class/net/{dev}/device"))
-        return [f"{virtio}-input", f"{virtio}-output"]
-
     def setup(self):
         nics = self.nics_of_driver()
         if len(nics) < 2:
@@ -240,7 +244,7 @@ class VirtioPair(Pair):
         self.nics = nics[:2]
         for dev, ns in zip(self.nics, (NS_SUT, NS_PEER)):
             if ns == NS_SUT:
-                self.irq_names = self.sut_irq_names(dev)
+                self._find_irqs(dev)
             sh("ip", "netns", "add", ns)
             sh("ip", "link", "set", "dev", dev, "netns", ns)
             self.ifname[ns] = dev
@@ -270,9 +274,6 @@ class IgbPair(VirtioPair):
     driver = "igb"
     how = "boot the VM with VM_NICS=igb (QEMU 8.0+)"
 
-    def sut_irq_names(self, dev):
-        return [f"{dev}-rx-", f"{dev}-tx-", f"{dev}-TxRx-"]
-
     def one_queue(self, ns, dev):
         # One queue, so that the test flow and the measured vectors agree.
         sh("ip", "netns", "exec", ns, "ethtool", "-L", dev, "combined", "1")
@@ -296,7 +297,7 @@ class HostPair(Pair):
         except KeyError as exc:
             raise RuntimeError(f"real machines need {exc.args[0]} set (see README.md)")
         self.netns = {NS_SUT: None, NS_PEER: None}
-        self.irq_names = [f"{self.ifname[NS_SUT]}-"]
+        self._find_irqs(self.ifname[NS_SUT])
         sh("ping", "-c1", "-W1", self.addr[NS_PEER])
 
     def wrap(self, side, argv):
@@ -431,7 +432,7 @@ class Modes:
         self.pids = []
 
     def pin_irqs(self, cpu):
-        for irq in device_irqs(self.pair.irq_names):
+        for irq in device_irqs(self.pair.irq_regex):
             write(f"/proc/irq/{irq}/smp_affinity_list", cpu)
 
     def reset(self):
@@ -527,23 +528,19 @@ def rotated(items, rep):
     return items[k:] + items[:k]
 
 
-def interrupt_lines(names):
+def interrupt_lines(irq_regex):
     """(irq, name, total count over all CPUs) of each /proc/interrupts
-    line whose name starts with one of NAMES (the device under test)."""
-    lines = []
+    line whose name IRQ_REGEX (the device under test's) matches whole."""
+    if irq_regex is None:
+        return []
     with open("/proc/interrupts") as f:
-        for line in f:
-            fields = line.split()
-            if fields and fields[0].rstrip(":").isdigit() and \
-                    any(fields[-1].startswith(n) for n in names):
-                lines.append((int(fields[0].rstrip(":")), fields[-1],
-                              sum(int(v) for v in fields[1:] if v.isdigit())))
-    return lines
+        return [line for line in nic_irqs.interrupt_lines(f.read())
+                if irq_regex.fullmatch(line[1])]
 
 
-def device_irqs(names):
+def device_irqs(irq_regex):
     """{irq: total count} of the device's /proc/interrupts lines."""
-    return {irq: count for irq, _, count in interrupt_lines(names)}
+    return {irq: count for irq, _, count in interrupt_lines(irq_regex)}
 
 
 def irq_direction(name):
@@ -560,7 +557,7 @@ def irq_direction(name):
     return "rx" if rx else "tx" if tx else None
 
 
-def snapshot(irq_names):
+def snapshot(irq_regex):
     """The counters at one edge of the measured window: time, CPU use per
     CPU, context switches and NET_RX softirqs per CPU (system-wide), and
     the SUT device's interrupts per vector. Only cheap /proc reads: the
@@ -581,7 +578,7 @@ def snapshot(irq_names):
         for line in f:
             if line.strip().startswith("NET_RX:"):
                 snap["net_rx"] = {cpu.lower(): int(v) for cpu, v in zip(cpus, line.split()[1:])}
-    snap["irqs"] = {name: count for _, name, count in interrupt_lines(irq_names)}
+    snap["irqs"] = {name: count for _, name, count in interrupt_lines(irq_regex)}
     return snap
 
 
@@ -972,7 +969,7 @@ class WindowedTool:
         return rc, "\n".join(self.lines + [self._partial.decode(errors="replace")]), err
 
 
-def run_windowed(argv, irq_names, timeout, extra=None):
+def run_windowed(argv, irq_regex, timeout, extra=None):
     """Run a WindowedTool and snapshot the counters at its window's
     edges (EXTRA() adds the caller's own, e.g. a process's CPU time):
     {"rc", "stdout", "stderr", "before", "after"}; the snapshots are None
@@ -987,7 +984,7 @@ def run_windowed(argv, irq_names, timeout, extra=None):
         said = tool.wait_edge(edge, deadline)
         if not said:
             break
-        edges[key] = snapshot(irq_names)
+        edges[key] = snapshot(irq_regex)
         edges[key]["tool_time"] = said["ns"] / 1e9 if said["ns"] is not None else None
         edges[key]["tool_sent"] = said["sent"]
         edges[key]["tool_served"] = said["served"]

@@ -94,7 +94,7 @@ def run_point(args, pair, modes, name, variant, qps, rep, out):
             modes.probes.reset()
             loss_before = bl.loss_snapshot(pair)
             # Connect, preload and warm-up happen before the window opens.
-            run = bl.run_windowed(cmd, pair.irq_names, extra=server.cpu_ticks,
+            run = bl.run_windowed(cmd, pair.irq_regex, extra=server.cpu_ticks,
                                   timeout=(args.duration + args.warmup) * 10 + 60)
         point["loss"] = bl.loss_delta(loss_before, bl.loss_snapshot(pair))
         if run["rc"] != 0:

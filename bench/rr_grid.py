@@ -152,7 +152,7 @@ def run_cell(args, pair, modes, mode, transport, workload, rep, out):
                     "--port", str(PORT), "--peer-mac", pair.mac(bl.NS_PEER),
                     "--rate", str(rate), "--delay", str(delay), "--duration", str(args.duration),
                     "--warmup", str(args.warmup), "--json", result] + poll + xdp_opts),
-                pair.irq_names, timeout=args.duration * 10 + 60)
+                pair.irq_regex, timeout=args.duration * 10 + 60)
         if run["rc"] != 0:
             raise RuntimeError(f"client {bl.exit_text(run['rc'])}: {run['stderr'].strip()}")
         with open(result) as f:

@@ -7,6 +7,8 @@ import sys
 WORKBENCH = os.path.join(os.path.dirname(__file__), "..", "workbench")
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")
 sys.path.insert(0, WORKBENCH)
+# The benchmarks import their own modules (benchlib: nic_irqs).
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "bench"))
 
 
 def fixture_text(name):

@@ -641,7 +641,7 @@ def test_trace_is_cut_at_the_tools_own_window_edges():
     exchange is per request served between the edges."""
     run = benchlib.run_windowed(fake_tool(
         '{"window": "start", "ns": 5000000000, "sent": 61, "served": 60}',
-        '{"window":"end","ns":7000000000,"sent":261,"served":250}'), [], timeout=30)
+        '{"window":"end","ns":7000000000,"sent":261,"served":250}'), None, timeout=30)
     assert run["rc"] == 0
     assert run["before"]["tool_time"] == 5.0 and run["after"]["tool_time"] == 7.0
     assert run["after"]["time"] > run["before"]["time"]
@@ -662,7 +662,7 @@ def test_trace_is_cut_at_the_tools_own_window_edges():
 def test_edges_without_counts_fall_back_to_the_tools_total():
     run = benchlib.run_windowed(fake_tool('{"window": "start", "ns": 5000000000}',
                                           '{"window":"end","ns":7000000000,"replies":260}'),
-                                [], timeout=30)
+                                None, timeout=30)
     counts = benchlib.measured_counts(run, Pair(), Probes(), 200, ["cpu0"], [77])
     assert counts["exchanges"] == 200 and counts["exchanges_from"] == "tool total"
     assert counts["sent_in_window"] is None and counts["served_in_window"] is None
@@ -672,14 +672,14 @@ def test_edges_without_counts_fall_back_to_the_tools_total():
 def test_nothing_served_in_the_window_gives_no_per_exchange_counts():
     run = benchlib.run_windowed(fake_tool(
         '{"window": "start", "ns": 5000000000, "sent": 61, "served": 60}',
-        '{"window": "end", "ns": 7000000000, "sent": 261, "served": 60}'), [], timeout=30)
+        '{"window": "end", "ns": 7000000000, "sent": 261, "served": 60}'), None, timeout=30)
     counts = benchlib.measured_counts(run, Pair(), Probes(), 200, ["cpu0"], [77])
     assert counts["exchanges"] == 0 and counts["sut"]["kthread_packets"] is None
     assert counts["not_measured"]["exchanges"] == "no request served in the window"
 
 
 def test_a_tool_that_never_opens_its_window():
-    run = benchlib.run_windowed(fake_tool("starting", "giving up"), [], timeout=30)
+    run = benchlib.run_windowed(fake_tool("starting", "giving up"), None, timeout=30)
     assert run["before"] is None and run["after"] is None
     counts = benchlib.measured_counts(run, Pair(), Probes(), 200, ["cpu0"])
     assert counts["exchanges"] == 200 and "all" in counts["not_measured"]

@@ -16,6 +16,7 @@ SCRIPT = os.path.join(TOP, "bench", "host", "host-setup.py")
 
 
 hs = load_script("host_setup", SCRIPT)
+nic_irqs = load_script("nic_irqs", os.path.join(TOP, "bench", "nic_irqs.py"))
 
 
 class RecordingRunner(hs.Runner):
@@ -163,15 +164,23 @@ def test_an_unknown_driver_tries_every_family(tmp_path):
 
 
 def test_mlx5_and_virtio_need_their_device_name():
-    assert hs.irq_regex("mlx5", "eth0", "virtio2") is None
-    assert hs.irq_regex("virtio", "eth0", "0000:3b:00.0") is None
-    assert hs.irq_regex("mlx5", "eth0", "0000:3b:00.0").fullmatch("mlx5_combined0@pci:0000:3b:00.0")
+    assert nic_irqs.irq_regex("mlx5", "eth0", "virtio2") is None
+    assert nic_irqs.irq_regex("virtio", "eth0", "0000:3b:00.0") is None
+    assert nic_irqs.irq_regex("mlx5", "eth0", "0000:3b:00.0").fullmatch("mlx5_combined0@pci:0000:3b:00.0")
 
 
 def test_netif_names_are_escaped():
-    regex = hs.irq_regex("netif", "eth0.100", None)
+    regex = nic_irqs.irq_regex("netif", "eth0.100", None)
     assert regex.fullmatch("eth0.100-TxRx-0")
     assert not regex.fullmatch("eth0x100-TxRx-0")
+
+
+def test_the_benchmarks_count_the_same_vectors_as_the_runbook():
+    netif, _, _, interrupts, want = FAMILY_CASES["idpf"]
+    found, regex = nic_irqs.data_irqs(interrupts, netif, "0000:3b:00.0", "idpf")
+    assert found == want
+    assert sorted(name for _, name, _ in nic_irqs.interrupt_lines(interrupts)
+                  if regex.fullmatch(name)) == sorted(name for _, name, _ in want)
 
 
 def test_queue_ranks_share_a_cpu_per_queue_and_start_idpf_at_the_first():

@@ -37,6 +37,10 @@ import shlex
 import subprocess
 import sys
 
+# The benchmarks' own module, one directory up.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from nic_irqs import data_irqs  # noqa: E402
+
 # The order apply() works in; each group is planned again right before it
 # runs, because the one before changes what it sees (SMT off takes CPUs
 # offline, ethtool -L re-creates queues and IRQ vectors, threaded mode
@@ -118,81 +122,12 @@ RECORDED_NETIF_FILES = ("threaded", "napi_defer_hard_irqs", "gro_flush_timeout",
 
 # --- IRQs of the NIC by the driver's naming ------------------------------------
 
-# One regex per driver family over a /proc/interrupts action name; group
-# "queue" is the queue (vector) number. Only data vectors match: ice's and
-# i40e's "<driver>-<bdf>:misc" (ice's ":ll_ts", ":ctrl-TxRx-N" of its flow
-# director), idpf's "idpf-Mailbox-0", iavf's "iavf-<bdf>:mbx", mlx5's
-# "mlx5_async<N>", the bare "<netif>" other-cause vector of igb/ixgbe and
-# virtio's "-config" carry no packets of the netif. {netif} and {device}
-# (the name of /sys/class/net/IF/device: a PCI address, or virtio<N>) are
-# substituted escaped, so eth0 never matches eth01's vectors.
-IRQ_FAMILIES = {
-    # ice, i40e, iavf, idpf: "<driver>-<netif>-TxRx-N"; a vector of one
-    # direction is -rx-/-tx- (ice, i40e, iavf) or -Rx-/-Tx- (idpf).
-    "intel": r"(?:ice|i40e|iavf|idpf)-{netif}-(?:TxRx|[Rr]x|[Tt]x)-(?P<queue>\d+)",
-    # mlx5: "mlx5_comp<N>@pci:<bdf>", one completion vector per channel
-    # ("mlx5_combined0" when the function has a single vector).
-    "mlx5": r"mlx5_(?:comp|combined)(?P<queue>\d+)@pci:{device}",
-    # bnxt, igb, igc, ixgbe, e1000e: "<netif>-TxRx-N", "<netif>-rx-N", "<netif>-tx-N".
-    "netif": r"{netif}-(?:TxRx|rx|tx)-(?P<queue>\d+)",
-    # virtio-net: "virtio<N>-input.M" / "virtio<N>-output.M".
-    "virtio": r"{device}-(?:input|output)\.(?P<queue>\d+)",
-}
-DRIVER_FAMILY = {"ice": "intel", "i40e": "intel", "iavf": "intel", "idpf": "intel",
-                 "mlx5_core": "mlx5", "bnxt_en": "netif", "igb": "netif", "igc": "netif",
-                 "ixgbe": "netif", "e1000e": "netif", "virtio_net": "virtio"}
-PCI_ADDRESS = re.compile(r"[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]")
-VIRTIO_DEVICE = re.compile(r"virtio\d+")
-
-
-def irq_regex(family, netif, device):
-    """The compiled regex of FAMILY for NETIF, None when the device is not
-    of the kind the family names vectors by (no PCI address for mlx5, no
-    virtio<N> for virtio)."""
-    if family == "mlx5" and not (device and PCI_ADDRESS.fullmatch(device)):
-        return None
-    if family == "virtio" and not (device and VIRTIO_DEVICE.fullmatch(device)):
-        return None
-    text = IRQ_FAMILIES[family].replace("{netif}", re.escape(netif))
-    return re.compile(text.replace("{device}", re.escape(device or "")))
-
-
-def interrupt_names(text):
-    """(irq, action name) of each numbered line of /proc/interrupts; the
-    name is the line's last field."""
-    out = []
-    for line in (text or "").splitlines():
-        fields = line.split()
-        if len(fields) > 1 and fields[0].endswith(":") and fields[0][:-1].isdigit():
-            out.append((int(fields[0][:-1]), fields[-1]))
-    return out
-
-
-def match_irqs(names, regex):
-    """[(irq, name, queue)] of the NAMES REGEX matches whole, by queue."""
-    found = []
-    for irq, name in names:
-        m = regex.fullmatch(name)
-        if m:
-            found.append((irq, name, int(m.group("queue"))))
-    return sorted(found, key=lambda t: (t[2], t[0]))
-
-
-def families_for(driver):
-    """The driver's family; every family, in turn, for a driver we do not know."""
-    return [DRIVER_FAMILY[driver]] if driver in DRIVER_FAMILY else list(IRQ_FAMILIES)
-
-
 def nic_irqs(host, netif):
-    """(irq, name, queue) of NETIF's data vectors in /proc/interrupts."""
-    names = interrupt_names(host.read("/proc/interrupts"))
-    device = host.link_name(f"/sys/class/net/{netif}/device")
-    for family in families_for(host.link_name(f"/sys/class/net/{netif}/device/driver")):
-        regex = irq_regex(family, netif, device)
-        found = match_irqs(names, regex) if regex else []
-        if found:
-            return found
-    return []
+    """(irq, name, queue) of NETIF's data vectors in /proc/interrupts, by
+    its driver's naming (bench/nic_irqs.py)."""
+    return data_irqs(host.read("/proc/interrupts"), netif,
+                     host.link_name(f"/sys/class/net/{netif}/device"),
+                     host.link_name(f"/sys/class/net/{netif}/device/driver"))[0]
 
 
 def queue_ranks(irqs):
