@@ -1,6 +1,7 @@
 #!/bin/bash
 # Install the selftests listed in selftests.list from SRC with the
-# kselftest install target, plus run_kselftest.sh and its list.
+# kselftest install target, plus run_kselftest.sh and its list, and the
+# project's own VM checks of its tools (tests/vm/).
 # Only Python/shell tests and the C helpers named in SELFTEST_GEN_FILES
 # are built, so no toolchain beyond gcc is needed.
 # usage: ksft-install.sh SRC DEST
@@ -40,6 +41,10 @@ for dir in net/lib $collections; do
 		>"$dest/install-${dir//\//_}.log" 2>&1 ||
 		{ cat "$dest/install-${dir//\//_}.log" >&2; die "selftest install failed for $dir"; }
 done
+# The project's VM checks of the tools it ships (tests/vm/) run as
+# drivers/net tests, on that collection's library, next to the tools.
+install -m 0755 "$TOP"/tests/vm/*.py "$TOP/tools/napictl" "$TOP/tools/napi-irq-suspend.bt" \
+	"$dest/drivers/net/"
 cp -a "$sel/run_kselftest.sh" "$dest/"
 mkdir -p "$dest/kselftest"
 cp -a "$sel/kselftest/runner.sh" "$sel/kselftest/prefix.pl" "$sel/kselftest/ktap_helpers.sh" "$dest/kselftest/"

@@ -160,7 +160,7 @@ for nic in $(awk '$3 != "" && $3 != "virtio" {print $3}' "$RESULTS/vm/plan" | so
 done
 total=$(awk '{s += $2} END {print s + 0}' "$RESULTS/vm/plan")
 VM_ACCEL=$accel "$TOP/workbench/vm.sh" "$OBJ/arch/x86/boot/bzImage" "$RESULTS/vm" $((total + 120)) \
-	"env KSFT_MACHINE_SLOW=$slow NAPI_RECONFIG_LOOPS=${NAPI_RECONFIG_LOOPS:-1} SKIP_WHY='$NIC_WHY' $TOP/workbench/guest-run-tests.sh $TOP/build/ksft $RESULTS/vm" || true
+	"env KSFT_MACHINE_SLOW=$slow NAPI_RECONFIG_LOOPS=${NAPI_RECONFIG_LOOPS:-1} SKIP_WHY='$NIC_WHY' BPFTRACE_KERNEL_SOURCE=$SRC BPFTRACE_KERNEL_BUILD=$OBJ $TOP/workbench/guest-run-tests.sh $TOP/build/ksft $RESULTS/vm" || true
 
 # 'make package' on the kernel built above (no second build): metadata,
 # contents, and the packaged image booted for one short test

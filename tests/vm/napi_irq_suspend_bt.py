@@ -1,0 +1,124 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+
+"""tools/napi-irq-suspend.bt, the bpftrace script we ship, against the
+tracepoints it reads: during an IRQ-suspension workload (an epoll
+receiver with prefer_busy_poll on NAPIs with irq-suspend-timeout set),
+its per-NAPI suspend counts, end reasons and histogram totals equal what
+a trace instance recorded of the same events over the same window.
+
+Installed by workbench/ksft-install.sh beside the drivers/net selftests,
+whose library it uses; runs on netdevsim or on a NIC given by NETIF.
+"""
+
+import os
+import re
+import signal
+import subprocess
+from collections import Counter
+
+from lib.py import ksft_run, ksft_exit, ksft_pr
+from lib.py import ksft_eq, ksft_ge, ksft_busy_wait
+from lib.py import KsftSkipEx, NetDrvEpEnv, NetdevFamily, NapiTrace, VerifiedStream
+from lib.py import defer, keep_napi_settings, rx_napis
+
+BT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "napi-irq-suspend.bt")
+RESUME_FORMAT = "/sys/kernel/tracing/events/napi/napi_irq_resume/format"
+STREAM_BYTES = 64 << 20
+
+
+def _reason_numbers():
+    """Reason name -> number, from the resume tracepoint's print format,
+    which the script's numeric reasons are."""
+    with open(RESUME_FORMAT) as fp:
+        fmt = fp.read()
+    return {name: int(num) for num, name in re.findall(r'\{\s*(\d+),\s*"([\w-]+)"\s*\}', fmt)}
+
+
+def _start_bpftrace():
+    proc = subprocess.Popen(["bpftrace", BT], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    defer(lambda: proc.poll() is None and proc.kill())
+    first = proc.stdout.readline()      # "Attaching N probes..." once live
+    if not first.startswith("Attaching"):
+        raise RuntimeError(f"bpftrace did not attach: {first}{proc.stdout.read()}")
+    return proc
+
+
+def _stop_bpftrace(proc):
+    """The maps bpftrace prints when interrupted."""
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=120)
+    suspends, reasons, hist = Counter(), Counter(), Counter()
+    current = None
+    for line in out.splitlines():
+        if m := re.match(r"@extensions\[(\d+)\]: (\d+)", line):
+            suspends[int(m[1])] = int(m[2])
+        elif m := re.match(r"@ended_by_reason\[(\d+), (\d+)\]: (\d+)", line):
+            reasons[int(m[1]), int(m[2])] = int(m[3])
+        elif m := re.match(r"@suspended_us\[(\d+)\]:", line):
+            current = int(m[1])
+        elif current is not None and (m := re.match(r"\[[^])]*[])]\s+(\d+)\s+\|", line)):
+            hist[current] += int(m[1])
+    return suspends, reasons, hist
+
+
+def _from_trace(trace, numbers):
+    """The same three tables from the trace instance's lines: a resume of
+    a suspended NAPI is one histogram sample, as in the script."""
+    suspends, reasons, hist = Counter(), Counter(), Counter()
+    suspended = set()
+    event = re.compile(r"(napi_irq_suspend|napi_irq_resume): napi_id=(\d+) .* reason=([\w-]+)")
+    for line in trace.lines():
+        if not (m := event.search(line)):
+            continue
+        napi_id = int(m[2])
+        if m[1] == "napi_irq_suspend":
+            suspends[napi_id] += 1
+            suspended.add(napi_id)
+            continue
+        reasons[napi_id, numbers[m[3]]] += 1
+        if napi_id in suspended:
+            hist[napi_id] += 1
+            suspended.discard(napi_id)
+    return suspends, reasons, hist
+
+
+def bt_matches_tracepoints(cfg, nf) -> None:
+    cfg.require_cmd("bpftrace")
+    # The script's #define makes bpftrace run clang over the kernel's
+    # headers (this kernel has no BTF): its build tree or the workbench's.
+    if not (os.path.isdir(f"/lib/modules/{os.uname().release}/build")
+            or os.environ.get("BPFTRACE_KERNEL_SOURCE")):
+        raise KsftSkipEx("no kernel headers for bpftrace (BPFTRACE_KERNEL_SOURCE)")
+    keep_napi_settings(nf, cfg.ifindex)
+    for napi in rx_napis(nf, cfg.ifindex).values():
+        nf.napi_set({"id": napi["id"], "defer-hard-irqs": 100,
+                     "gro-flush-timeout": 50000, "irq-suspend-timeout": 20000000})
+    trace = NapiTrace({"napi/napi_irq_suspend": "napi_id != 0",
+                       "napi/napi_irq_resume": "napi_id != 0"})
+    bpftrace = _start_bpftrace()
+    trace.clear()
+    stream = VerifiedStream(cfg, receiver="epoll")
+    ksft_busy_wait(lambda: stream.received >= STREAM_BYTES or stream.error, deadline=60,
+                   comment="stream too slow")
+    sent = stream.finish()
+    ksft_eq((stream.error, stream.bad_offset, stream.received), (None, None, sent),
+            "stream under suspension")
+
+    script = _stop_bpftrace(bpftrace)
+    traced = _from_trace(trace, _reason_numbers())
+    ksft_pr(f"suspends {dict(traced[0])}, resumes by reason {dict(traced[1])}")
+    ksft_ge(sum(traced[0].values()), 1, "no suspension in the workload")
+    for name, got, want in zip(("suspends", "end reasons", "histogram samples"), script, traced):
+        ksft_eq(dict(got), dict(want), f"script's {name} against the trace")
+
+
+def main() -> None:
+    with NetDrvEpEnv(__file__) as cfg:
+        ksft_run([bt_matches_tracepoints], args=(cfg, NetdevFamily()))
+    ksft_exit()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,101 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+
+"""tools/napictl, the queue-addressed tool we ship, on the device under
+test: `show` maps each queue to the NAPI and IRQ that napi-get and
+queue-get report, and a config file applied by queue takes effect, its
+per-NAPI settings surviving down/up and a channel count change (the
+config slots). IRQ affinity is re-applied by napictl, not kept by the
+kernel: it is printed after each change, not checked.
+
+Installed by workbench/ksft-install.sh beside the drivers/net selftests,
+whose library it uses; runs on netdevsim or on a NIC given by NETIF.
+"""
+
+import errno
+import json
+import os
+
+from lib.py import ksft_run, ksft_exit, ksft_pr
+from lib.py import ksft_eq
+from lib.py import EthtoolFamily, KsftSkipEx, NetDrvEnv, NetdevFamily, NlError
+from lib.py import cmd, defer, ip, keep_napi_settings, rx_napis
+
+NAPICTL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "napictl")
+
+
+def napictl(args):
+    return cmd(f"{NAPICTL} {args}").stdout
+
+
+def _irq_cpus(irq):
+    with open(f"/proc/irq/{irq}/smp_affinity_list") as fp:
+        return fp.read().strip()
+
+
+def show_matches_kernel(cfg, nf) -> None:
+    ifname = cfg.dev["ifname"]
+    for line in napictl(f"show {ifname}").splitlines():
+        ksft_pr(line)
+    rows = json.loads(napictl(f"show {ifname} --json"))["devices"][0]["rows"]
+    queues = nf.queue_get({"ifindex": cfg.ifindex}, dump=True)
+    ksft_eq(sorted((r["queue-type"], r["queue-id"], r["napi-id"]) for r in rows if r["queue-type"]),
+            sorted((q["type"], q["id"], q.get("napi-id")) for q in queues), "queue -> NAPI")
+    napis = {n["id"]: n for n in nf.napi_get({"ifindex": cfg.ifindex}, dump=True)}
+    ksft_eq({r["napi-id"]: r["irq"] for r in rows if r["napi-id"]},
+            {i: n.get("irq") for i, n in napis.items()}, "NAPI -> IRQ")
+
+
+def _channel_round_trip(cfg):
+    """Combined channels to 1 and back; False if the driver cannot."""
+    ethnl, header = EthtoolFamily(), {"header": {"dev-index": cfg.ifindex}}
+    count = ethnl.channels_get(header).get("combined-count", 0)
+    try:
+        ethnl.channels_set(dict(header, **{"combined-count": 1}))
+    except NlError as e:
+        if e.error in (errno.EOPNOTSUPP, errno.EINVAL):
+            return False
+        raise
+    ethnl.channels_set(dict(header, **{"combined-count": count}))
+    return count > 1
+
+
+def apply_config_survives_reconfig(cfg, nf) -> None:
+    ifname = cfg.dev["ifname"]
+    napis = rx_napis(nf, cfg.ifindex)
+    if napis[0].get("irq") is None:
+        raise KsftSkipEx(f"{ifname} reports no IRQ for its NAPIs")
+    keep_napi_settings(nf, cfg.ifindex)
+    defer(cmd, f"echo {_irq_cpus(napis[0]['irq'])} > /proc/irq/{napis[0]['irq']}/smp_affinity_list",
+          shell=True, fail=False)
+    conf = f"/tmp/napictl-{os.getpid()}.toml"
+    with open(conf, "w") as fp:
+        fp.write(f'[{ifname}]\ndefer-hard-irqs = 7\ngro-flush-timeout = 30000\n'
+                 f'[{ifname}.queue.0]\ndefer-hard-irqs = 9\nirq-affinity = "1"\n')
+    defer(os.unlink, conf)
+    napictl(f"apply {conf} --ifname {ifname}")
+    ksft_eq(_irq_cpus(napis[0]["irq"]), "1", "queue 0's IRQ affinity")
+
+    for change in ("applied", "down/up", "channels 1 and back"):
+        if change == "down/up":
+            ip(f"link set dev {ifname} down")
+            ip(f"link set dev {ifname} up")
+        elif change.startswith("channels") and not _channel_round_trip(cfg):
+            ksft_pr(f"{ifname} cannot change its channels")
+            continue
+        now = rx_napis(nf, cfg.ifindex)
+        got = {q: (n["defer-hard-irqs"], n["gro-flush-timeout"]) for q, n in now.items()}
+        ksft_eq(got, {q: (9 if q == 0 else 7, 30000) for q in now}, f"settings, {change}")
+        ksft_pr(f"{change}: queue 0's IRQ {now[0].get('irq')} on CPUs "
+                f"{_irq_cpus(now[0]['irq']) if now[0].get('irq') else '-'}")
+
+
+def main() -> None:
+    with NetDrvEnv(__file__) as cfg:
+        ksft_run([show_matches_kernel, apply_config_survives_reconfig],
+                 args=(cfg, NetdevFamily()))
+    ksft_exit()
+
+
+if __name__ == "__main__":
+    main()
