@@ -9,7 +9,7 @@
 src=$1 dest=$2
 sel=$src/tools/testing/selftests
 # C helpers our tests need, per collection ("dir:file ...").
-SELFTEST_GEN_FILES=${SELFTEST_GEN_FILES:-net:busy_poller}
+SELFTEST_GEN_FILES=${SELFTEST_GEN_FILES:-net:busy_poller drivers/net:xsk_busy_poll}
 
 rm -rf "$dest"
 mkdir -p "$dest"
