@@ -136,3 +136,27 @@ def test_use_nic_adds_each_model_once(tmp_path):
     proc = subprocess.run(["bash", "-c", script], capture_output=True, text=True, check=True,
                           env=dict(os.environ, PATH=f"{bindir}:{os.environ['PATH']}"))
     assert proc.stdout.split() == ["e1000e", "igb"], proc.stdout
+
+
+def test_plan_scales_time_limits_for_the_machine(tmp_path):
+    """Each plan entry's limit is selftests.list's, times 3 under TCG and
+    4 again for KASAN; both make the guest's selftests relax their
+    timing (KSFT_MACHINE_SLOW), KVM without KASAN does not."""
+    listed = next(int(line.split()[1]) for line in
+                  open(os.path.join(TOP, "workbench", "selftests.list"))
+                  if line.split()[:1] == ["drivers/net:napi_id.py"] and line.split()[2:] == ["igb"])
+    for accel, kasan, scale, slow in (("kvm", "", 1, "no"), ("tcg", "", 3, "yes"),
+                                      ("tcg", "1", 12, "yes")):
+        run = tmp_path / f"{accel}{kasan}"
+        proc, lines = make_test(run, {
+            **STATIC_STEPS_PASS,
+            "build.sh": "exit 0",
+            "ksft-install.sh": "exit 0",
+            "vm.sh": 'echo "$4" >"$2/vm-cmd"',
+        }, path_stubs={"qemu-system-x86_64": "echo 'name \"igb\", bus PCI'"},
+            env_extra={"TESTS": "napi_id.py@igb", "SKIP_STATIC": "1", "VM_ACCEL": accel,
+                       "KASAN": kasan})
+        results = run / "top" / "build" / "results" / "test" / "vm"
+        assert (results / "plan").read_text() == f"drivers/net:napi_id.py {listed * scale} igb\n", \
+            (accel, kasan, lines)
+        assert f"KSFT_MACHINE_SLOW={slow} " in (results / "vm-cmd").read_text(), (accel, kasan)

@@ -63,16 +63,22 @@ endpoint() {
 	echo "guest: $1 pair does not pass traffic" >&2
 }
 
-# nics_in NETNS: the NICs parked there, sorted by MAC.
+# nics_in NETNS: the Ethernet NICs parked there, sorted by MAC (from
+# "ip -o link": "N: NAME[@PEER]: <...> ... link/ether MAC ...").
 nics_in() {
-	ip netns exec "$1" sh -c 'for d in /sys/class/net/*/device; do
-		d=${d%/device}; echo "$(cat "$d/address") ${d##*/}"; done' | sort | awk '{print $2}'
+	ip -n "$1" -o link show | awk '{
+		name = $2; sub(/@.*/, "", name); sub(/:$/, "", name)
+		for (i = 3; i < NF; i++) if ($i == "link/ether") print $(i + 1), name
+	}' | sort | awk '{print $2}'
 }
+
+# The NICs' sysfs (unit tests point it at a fixture).
+SYS_CLASS_NET=${SYS_CLASS_NET:-/sys/class/net}
 
 # nics_of DRIVER: "MAC NAME" of each NIC of DRIVER here, sorted by MAC.
 nics_of() {
 	local d
-	for d in /sys/class/net/*; do
+	for d in "$SYS_CLASS_NET"/*; do
 		[ "$(basename "$(readlink "$d/device/driver" 2>/dev/null)")" = "$1" ] &&
 			echo "$(cat "$d/address") $(basename "$d")"
 	done | sort

@@ -1,0 +1,98 @@
+"""workbench/guest-run-tests.sh, the VM side of make test, in a fake VM:
+its NICs a sysfs fixture, `ip` a stub that keeps the netns state, and the
+kselftest runner a stub that records what each test was given."""
+import json
+import os
+import subprocess
+
+TOP = os.path.join(os.path.dirname(__file__), "..")
+
+IP_STUB = r'''#!/usr/bin/env python3
+import os, shutil, sys
+state, args = os.environ["FAKE_VM"], sys.argv[1:]
+with open(os.path.join(state, "ip.log"), "a") as fp:
+    fp.write(" ".join(args) + "\n")
+netns = os.path.join(state, "netns")
+if args[:2] == ["netns", "add"]:
+    try:
+        os.makedirs(os.path.join(netns, args[2]))
+    except FileExistsError:
+        sys.exit(1)
+elif args[:2] == ["link", "set"] and "netns" in args:
+    nic, ns = args[args.index("dev") + 1], args[args.index("netns") + 1]
+    shutil.move(os.path.join(os.environ["SYS_CLASS_NET"], nic), os.path.join(netns, ns, nic))
+elif args[0] == "-n" and args[2:] == ["-o", "link", "show"]:
+    print("1: lo: <LOOPBACK,UP> mtu 65536\\    link/loopback 00:00:00:00:00:00")
+    for i, nic in enumerate(sorted(os.listdir(os.path.join(netns, args[1])))):
+        with open(os.path.join(netns, args[1], nic, "address")) as fp:
+            mac = fp.read().strip()
+        print(f"{i + 2}: {nic}: <BROADCAST,UP> mtu 1500\\    link/ether {mac} brd ff:ff:ff:ff:ff:ff")
+'''
+
+# What the kselftest runner was given, one JSON line per run.
+RUNNER_STUB = r'''#!/bin/bash
+python3 -c 'import json, os, sys
+keys = ("NETIF", "LOCAL_V4", "REMOTE_V4", "REMOTE_TYPE", "REMOTE_ARGS")
+print(json.dumps({"args": sys.argv[1:], **{k: os.environ.get(k) for k in keys}}))' "$@" \
+	>>"$FAKE_VM/runs.jsonl"
+echo "ok 1 selftests: $4"
+'''
+
+NICS = {"eth0": ("igb", "52:54:00:00:00:02"),
+        "eth1": ("igb", "52:54:00:00:00:01"),
+        "eth2": ("virtio_net", "52:54:00:00:00:03")}
+
+
+def guest_run(tmp_path, plan):
+    state, sysfs, ksft, out, bindir = (tmp_path / d for d in ("vm", "sys", "ksft", "out", "bin"))
+    for d in (state, sysfs, ksft, out, bindir):
+        d.mkdir()
+    for nic, (driver, mac) in NICS.items():
+        (sysfs / nic / "device").mkdir(parents=True)
+        (sysfs / nic / "address").write_text(mac + "\n")
+        (sysfs / nic / "device" / "driver").symlink_to(f"/bus/pci/drivers/{driver}")
+    stubs = {"ip": IP_STUB, "ping": "exit 0", "udevadm": "exit 0", "mountpoint": "exit 0",
+             "mount": "exit 0", "ln": "exit 0", "dmesg": "exit 0"}
+    for name, body in stubs.items():
+        (bindir / name).write_text(body if body.startswith("#!") else f"#!/bin/sh\n{body}\n")
+        (bindir / name).chmod(0o755)
+    (ksft / "run_kselftest.sh").write_text(RUNNER_STUB)
+    (ksft / "run_kselftest.sh").chmod(0o755)
+    (out / "plan").write_text("".join(line + "\n" for line in plan))
+    env = {k: v for k, v in os.environ.items() if k not in ("NETIF", "REMOTE_V4", "LOCAL_V4")}
+    env.update(PATH=f"{bindir}:{env['PATH']}", FAKE_VM=str(state), SYS_CLASS_NET=str(sysfs),
+               SKIP_WHY="this QEMU lacks it")
+    subprocess.run(["bash", os.path.join(TOP, "workbench", "guest-run-tests.sh"), str(ksft),
+                    str(out)], env=env, check=True, capture_output=True, text=True, timeout=60)
+    runs = [json.loads(line) for line in (state / "runs.jsonl").read_text().splitlines()]
+    return state, out, runs
+
+
+def test_nic_entry_gets_the_lowest_mac_and_its_peer_in_a_netns(tmp_path):
+    state, _, runs = guest_run(tmp_path, ["drivers/net:napi_id.py 60 igb"])
+    assert runs == [{"args": ["-o", "60", "-t", "drivers/net:napi_id.py"],
+                     "NETIF": "eth1", "LOCAL_V4": "203.0.113.1", "REMOTE_V4": "203.0.113.2",
+                     "REMOTE_TYPE": "netns", "REMOTE_ARGS": "igb-peers"}]
+    # The other igb is parked up and silent; the virtio NIC stays.
+    assert sorted(os.listdir(state / "netns" / "igb-peers")) == ["eth0"]
+    log = (state / "ip.log").read_text().splitlines()
+    for expected in ("netns exec igb-peers sysctl -qw net.ipv6.conf.eth0.disable_ipv6=1",
+                     "-n igb-peers link set dev eth0 up",
+                     "-n igb-peers addr replace 203.0.113.2/24 dev eth0",
+                     "addr replace 203.0.113.1/24 dev eth1"):
+        assert expected in log, log
+
+
+def test_missing_nic_skips_loudly_and_netdevsim_gets_no_netif(tmp_path):
+    _, out, runs = guest_run(tmp_path, ["drivers/net:napi_id.py 60 e1000e",
+                                        "net:napi_config.py 120"])
+    tap = (out / "tests" / "drivers_net_napi_id.py_e1000e.tap").read_text()
+    assert ("ok 1 drivers/net:napi_id.py # SKIP no e1000e NIC in this VM "
+            "(this QEMU lacks it)") in tap, tap
+    results = [json.loads(line) for line in (out / "guest-results.jsonl").read_text().splitlines()]
+    assert [(r["test"], r["rc"]) for r in results] == [
+        ("drivers/net:napi_id.py@e1000e", 4), ("net:napi_config.py", 0)]
+    assert runs == [{"args": ["-o", "120", "-t", "net:napi_config.py"], "NETIF": None,
+                     "LOCAL_V4": None, "REMOTE_V4": None, "REMOTE_TYPE": None,
+                     "REMOTE_ARGS": None}]
+    assert (out / "guest-finished").read_text() == "done\n"
