@@ -229,13 +229,7 @@ class VirtioPair(Pair):
     def nics_of_driver(cls):
         """The devices of our driver in init_net, ordered by MAC address."""
         udev_settle()
-        nics = []
-        for dev in os.listdir("/sys/class/net"):
-            driver = f"/sys/class/net/{dev}/device/driver"
-            if os.path.exists(driver) and os.path.basename(os.readlink(driver)) == cls.driver:
-                with open(f"/sys/class/net/{dev}/address") as f:
-                    nics.append((f.read().strip(), dev))
-        return [dev for _, dev in sorted(nics)]
+        return [dev for _, dev in nic_irqs.nics_of_driver(cls.driver)]
 
     def setup(self):
         nics = self.nics_of_driver()

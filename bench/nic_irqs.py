@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: GPL-2.0
 """A NIC's data vectors in /proc/interrupts, by its driver's naming: the
 one place the benchmarks (benchlib.py, in the guest) and the two-machine
-runbook (host/host-setup.py) find them. Python 3.11 standard library only.
+runbook (host/host-setup.py) find them. Also the NICs of a driver, for
+the benchmarks and the selftests' guest (workbench/guest-run-tests.sh,
+through "nic_irqs.py nics DRIVER"). Python 3.11 standard library only.
 """
 
 import os
@@ -103,3 +105,25 @@ def netif_irq_regex(netif):
         interrupts = fp.read()
     return data_irqs(interrupts, netif, link_name(f"/sys/class/net/{netif}/device"),
                      link_name(f"/sys/class/net/{netif}/device/driver"))[1]
+
+
+def nics_of_driver(driver):
+    """(MAC, name) of each NIC of DRIVER in this network namespace, by MAC
+    address: QEMU's NIC pairs are created in that order, the first is the
+    one under test. SYS_CLASS_NET points unit tests at a fixture."""
+    sysfs = os.environ.get("SYS_CLASS_NET", "/sys/class/net")
+    found = []
+    for dev in os.listdir(sysfs):
+        link = os.path.join(sysfs, dev, "device", "driver")
+        if os.path.islink(link) and os.path.basename(os.readlink(link)) == driver:
+            with open(os.path.join(sysfs, dev, "address")) as f:
+                found.append((f.read().strip(), dev))
+    return sorted(found)
+
+
+if __name__ == "__main__":
+    import sys
+    if len(sys.argv) != 3 or sys.argv[1] != "nics":
+        sys.exit("usage: nic_irqs.py nics DRIVER   # prints MAC NAME lines")
+    for mac, dev in nics_of_driver(sys.argv[2]):
+        print(mac, dev)

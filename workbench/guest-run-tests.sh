@@ -72,16 +72,10 @@ nics_in() {
 	}' | sort | awk '{print $2}'
 }
 
-# The NICs' sysfs (unit tests point it at a fixture).
-SYS_CLASS_NET=${SYS_CLASS_NET:-/sys/class/net}
-
-# nics_of DRIVER: "MAC NAME" of each NIC of DRIVER here, sorted by MAC.
+# nics_of DRIVER: "MAC NAME" of each NIC of DRIVER here, sorted by MAC,
+# as the benchmarks find theirs.
 nics_of() {
-	local d
-	for d in "$SYS_CLASS_NET"/*; do
-		[ "$(basename "$(readlink "$d/device/driver" 2>/dev/null)")" = "$1" ] &&
-			echo "$(cat "$d/address") $(basename "$d")"
-	done | sort
+	python3 "$(dirname "$0")/../bench/nic_irqs.py" nics "$1"
 }
 
 # The other NICs of DRIVER share the first one's QEMU hub, which holds
