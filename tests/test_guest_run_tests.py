@@ -21,12 +21,16 @@ if args[:2] == ["netns", "add"]:
 elif args[:2] == ["link", "set"] and "netns" in args:
     nic, ns = args[args.index("dev") + 1], args[args.index("netns") + 1]
     shutil.move(os.path.join(os.environ["SYS_CLASS_NET"], nic), os.path.join(netns, ns, nic))
-elif args[0] == "-n" and args[2:] == ["-o", "link", "show"]:
+elif args[0] == "-n" and args[2:] == ["-d", "-o", "link", "show"]:
+    # A new netns has fallback tunnels, some of them Ethernet (gretap0).
     print("1: lo: <LOOPBACK,UP> mtu 65536\\    link/loopback 00:00:00:00:00:00")
+    print("2: gretap0@NONE: <BROADCAST> mtu 1462\\    link/ether 00:00:00:00:00:00 brd "
+          "ff:ff:ff:ff:ff:ff promiscuity 0 gretap remote any")
     for i, nic in enumerate(sorted(os.listdir(os.path.join(netns, args[1])))):
         with open(os.path.join(netns, args[1], nic, "address")) as fp:
             mac = fp.read().strip()
-        print(f"{i + 2}: {nic}: <BROADCAST,UP> mtu 1500\\    link/ether {mac} brd ff:ff:ff:ff:ff:ff")
+        print(f"{i + 3}: {nic}: <BROADCAST,UP> mtu 1500\\    link/ether {mac} brd "
+              f"ff:ff:ff:ff:ff:ff promiscuity 0 parentbus pci parentdev 0000:0{i}:00.0")
 '''
 
 # What the kselftest runner was given, one JSON line per run.

@@ -63,10 +63,12 @@ endpoint() {
 	echo "guest: $1 pair does not pass traffic" >&2
 }
 
-# nics_in NETNS: the Ethernet NICs parked there, sorted by MAC (from
-# "ip -o link": "N: NAME[@PEER]: <...> ... link/ether MAC ...").
+# nics_in NETNS: the NICs parked there, sorted by MAC (from "ip -d -o
+# link": "N: NAME[@PEER]: <...> ... link/ether MAC ... parentdev BUSID"),
+# not the netns's own fallback tunnels (gretap0, erspan0: link/ether
+# 00:00:00:00:00:00, no parent device).
 nics_in() {
-	ip -n "$1" -o link show | awk '{
+	ip -n "$1" -d -o link show | awk '/ parentdev / {
 		name = $2; sub(/@.*/, "", name); sub(/:$/, "", name)
 		for (i = 3; i < NF; i++) if ($i == "link/ether") print $(i + 1), name
 	}' | sort | awk '{print $2}'
