@@ -2,11 +2,12 @@
 # See README.md.
 WB := workbench
 
-.PHONY: help deps fetch tree export build test run bench unit package clean
+.PHONY: help deps fetch tree export build test test-subsets run bench unit package clean
 
 help:
 	@echo "make run     - build the patched kernel, boot it, show the demo"
 	@echo "make test    - unit tests, per-patch checks, build, selftests in a VM"
+	@echo "make test-subsets - each subset of the series (up to a topic) built and its tests run"
 	@echo "make tree    - materialise build/linux: base + one commit per patch"
 	@echo "make export  - regenerate patches/ from build/linux"
 	@echo "make build   - apply the series and build the kernel"
@@ -35,6 +36,9 @@ unit: deps
 
 test:
 	$(WB)/test.sh
+
+test-subsets:
+	$(WB)/test-subsets.sh
 
 run:
 	$(WB)/run.sh

@@ -23,3 +23,24 @@ def load_script(name, path):
     module = importlib.util.module_from_spec(importlib.util.spec_from_loader(name, loader))
     loader.exec_module(module)
     return module
+
+
+def mark_topics(dev, ends, env):
+    """Topic branches topic/NAME in the git tree DEV, as export.sh wants
+    them: ENDS lists (NAME, commits from the base to its end), stacked, with
+    a cover letter each whose change-ids chain them."""
+    import subprocess
+
+    prev = None
+    for name, end in ends:
+        rev = subprocess.run(["git", "-C", str(dev), "rev-list", "--reverse", "HEAD"],
+                             env=env, check=True, capture_output=True,
+                             text=True).stdout.split()[end]
+        subprocess.run(["git", "-C", str(dev), "branch", "-f", f"topic/{name}", rev],
+                       env=env, check=True)
+        prereq = f"\nprerequisite-change-id: 20261127-{prev}-0123456789ab:v1" if prev else ""
+        desc = (f"Topic {name}\n\nWhat {name} is.\n\n"
+                f"change-id: 20261127-{name}-0123456789ab{prereq}")
+        subprocess.run(["git", "-C", str(dev), "config", f"branch.topic/{name}.description", desc],
+                       env=env, check=True)
+        prev = name

@@ -86,3 +86,17 @@ def test_option_dropped_by_olddefconfig_fails(tmp_path):
                         olddefconfig=f'sed -i "/^{option}=/d" "${{4#O=}}/.config"')
     assert proc.returncode != 0
     assert f"wanted {option}=" in proc.stderr and "lost requested options" in proc.stderr
+
+
+def test_subset_asks_only_for_options_its_tree_defines(tmp_path):
+    """A subset of the series has no test tooling: the debug option it
+    lacks is not asked for; one its Kconfig defines still is."""
+    drop = 'sed -i "/^CONFIG_DEBUG_NET_NAPI_RACES=/d" "${4#O=}/.config"'
+    proc, _ = configure(tmp_path, "subset", olddefconfig=drop)
+    assert proc.returncode == 0, proc.stderr
+    (tmp_path / "src" / "net").mkdir(exist_ok=True)
+    (tmp_path / "src" / "net" / "Kconfig.debug").write_text("config DEBUG_NET_NAPI_RACES\n")
+    (tmp_path / "obj" / ".config.fragments").unlink()
+    proc, _ = configure(tmp_path, "subset", olddefconfig=drop)
+    assert proc.returncode != 0
+    assert "wanted CONFIG_DEBUG_NET_NAPI_RACES=y" in proc.stderr

@@ -7,6 +7,10 @@
 #   patch:NAME:w1-build    W=1 build of the objects the patch touches; a
 #                          warning those objects did not have before the
 #                          patch fails, one they already had is not its own
+# and one per topic folder of the series, where a subset a kernel may
+# carry ends (the topic and every one before it):
+#   subset:TOPIC           its patches passed, and the objects the whole
+#                          topic touches build (W=1) at its last patch
 # Writes the JSON result list to $1 (only once all patches are checked).
 . "$(dirname "$0")/lib.sh"
 out=$1
@@ -36,9 +40,9 @@ other_arch() {
 	esac
 }
 
-build_targets() {
+build_targets() { # FROM TO
 	local f
-	for f in $(git -C "$APPLY" diff --name-only "$1~1" "$1"); do
+	for f in $(git -C "$APPLY" diff --name-only "$1" "$2"); do
 		other_arch "$f" && continue
 		case $f in
 		tools/* | Documentation/* | MAINTAINERS) ;;
@@ -104,6 +108,7 @@ new_files_maintained() {
 
 check_checkpatch() { # patch-name
 	local log=$logdir/${1%.patch}.checkpatch level type
+	mkdir -p "$(dirname "$log")"
 	(cd "$APPLY" && PATH=/usr/bin:$PATH scripts/checkpatch.pl --strict --no-color --show-types --terse \
 		"$PATCHES/$1") >"$log" 2>&1 || true
 	while read -r level type; do
@@ -121,7 +126,8 @@ check_checkpatch() { # patch-name
 # was nothing to build.
 check_w1() {
 	local c=$1 log=$logdir/${2%.patch}.build targets before new
-	mapfile -t targets < <(build_targets "$c")
+	mkdir -p "$(dirname "$log")"
+	mapfile -t targets < <(build_targets "$c~1" "$c")
 	[ ${#targets[@]} != 0 ] || return 2
 	if ! w1_build "$log" "${targets[@]}"; then
 		echo "W=1 build of ${targets[*]} fails"
@@ -147,7 +153,7 @@ result() {
 		add_result "$partial" "patch:$1:$2" static pass
 	else
 		add_result "$partial" "patch:$1:$2" static fail "$(paste -sd';' <<<"$3")"
-		echo "FAILED $1 $2: $(paste -sd';' <<<"$3")"
+		echo "FAILED $1 $2: $(paste -sd';' <<<"$3")" | tee -a "$logdir/failures"
 		failed=1
 	fi
 }
@@ -158,7 +164,21 @@ trap 'git -C "$APPLY" checkout -q "$orig"' EXIT
 make -s -C "$APPLY" O="$bobj" CC="$(make_cc)" -j"$(nproc)" prepare >"$logdir/prepare.log" 2>&1 ||
 	die "W=1 build preparation failed (see $logdir/prepare.log)"
 
+# check_subset TOPIC FIRST LAST: the stack up to TOPIC, whose commits are
+# FIRST..LAST, as a kernel that carries only that much would have it.
+check_subset() {
+	local topic=$1 first=$2 last=$3 log=$logdir/$1.subset.build targets
+	git -C "$APPLY" checkout -q "$last"
+	mapfile -t targets < <(build_targets "$first~1" "$last")
+	mapfile -t targets < <(existing_targets "${targets[@]}")
+	[ ${#targets[@]} = 0 ] || w1_build "$log" "${targets[@]}" ||
+		echo "W=1 build of the topic's objects at its last patch fails"
+	grep -F "FAILED $topic/" "$logdir/failures" 2>/dev/null | sed 's/^FAILED /patch failed: /' || true
+}
+
 failed=0
+: >"$logdir/failures"
+topic_first=
 for i in "${!commits[@]}"; do
 	c=${commits[$i]} name=${names[$i]}
 	git -C "$APPLY" checkout -q "$c"
@@ -172,6 +192,18 @@ for i in "${!commits[@]}"; do
 		result "$name" w1-build "$problems"
 	fi
 	echo "checked $name"
+	topic=$(dirname "$name")
+	topic_first=${topic_first:-$c}
+	if [ "$topic" != . ] && [ "$topic" != "$(dirname "${names[$((i + 1))]:-}")" ]; then
+		problems=$(check_subset "$topic" "$topic_first" "$c")
+		if [ -z "$problems" ]; then
+			add_result "$partial" "subset:$topic" static pass
+		else
+			add_result "$partial" "subset:$topic" static fail "$(paste -sd';' <<<"$problems")"
+			failed=1
+		fi
+		topic_first=
+	fi
 done
 mv "$partial" "$out"
 exit $failed

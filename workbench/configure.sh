@@ -1,7 +1,10 @@
 #!/bin/bash
 # Generate the kernel .config in an O= directory:
 #   virtme-ng minimal VM config + selftest fragments + config/*.config.
-# usage: configure.sh SRC OBJ [debug|nodebug|bisect|kasan|rt|kcsan]
+# usage: configure.sh SRC OBJ [debug|nodebug|bisect|kasan|rt|kcsan|subset]
+# subset: the debug kernel of a tree that carries only a prefix of the
+# series; options its Kconfig does not define (the test tooling's) are
+# not asked for.
 . "$(dirname "$0")/lib.sh"
 src=$1 obj=$2 flavour=${3:-debug}
 export PATH=$VENV/bin:$PATH
@@ -17,7 +20,7 @@ fragments=(
 	"$TOP/config/vm-trim.config"
 )
 case $flavour in
-debug) ;;
+debug | subset) ;;
 nodebug) fragments+=("$TOP/config/nodebug.config") ;;
 bisect) fragments+=("$TOP/config/bisect.config") ;;
 kasan) fragments+=("$TOP/config/kasan.config") ;;
@@ -62,6 +65,13 @@ if [ "$flavour" = nodebug ]; then
 		<<<"$lost" || true)
 	# ... but nodebug.config's own values must hold.
 	lost+=$(lost_options "$obj/.config" "$TOP/config/nodebug.config")
+fi
+if [ "$flavour" = subset ]; then
+	lost=$(while IFS= read -r line; do
+		opt=$(sed -n 's/^config: wanted CONFIG_\([A-Za-z0-9_]*\)[= ].*/\1/p' <<<"$line")
+		[ -z "$opt" ] || grep -rqx "config $opt" --include='Kconfig*' "$src" || continue
+		echo "$line"
+	done <<<"$lost")
 fi
 [ -z "$lost" ] || { echo "$lost" >&2; die "kernel config lost requested options (missing dependency?)"; }
 echo "$sum" >"$obj/.config.fragments"

@@ -19,12 +19,17 @@ elif [ -n "${RT:-}" ] && [ "${RT}" != 0 ]; then
 	OBJ=${OBJ:-$CACHE/obj-rt} FLAVOUR=rt
 elif [ -n "${KCSAN:-}" ] && [ "${KCSAN}" != 0 ]; then
 	OBJ=${OBJ:-$CACHE/obj-kcsan} FLAVOUR=kcsan
+elif [ -n "${SUBSET:-}" ]; then
+	# make test-subsets: the debug kernel of a prefix of the series.
+	OBJ=${OBJ:-$CACHE/obj-subset} FLAVOUR=subset
 else
 	OBJ=${OBJ:-$CACHE/obj} FLAVOUR=debug
 fi
 VENV=$CACHE/venv
 RESULTS=${RESULTS:-$TOP/build/results}
 PATCHES=${PATCHES:-$TOP/patches}
+# The selftests make test installs and runs (test-subsets.sh: a subset's).
+SELFTESTS_LIST=${SELFTESTS_LIST:-$TOP/workbench/selftests.list}
 export CCACHE_DIR=${CCACHE_DIR:-$CACHE/ccache}
 export CCACHE_BASEDIR=$CACHE
 export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-8G}
@@ -79,6 +84,13 @@ series_patches() {
 # of SRC), base-<debian version> or base-local.
 base_tag() {
 	git -C "${1:-$SRC}" describe --tags --abbrev=0 --match 'base-*' "${2:-base}"
+}
+
+# base_upstream TREE: the upstream stable version the tree's Makefile
+# says it is (Debian's 6.12.117-1 is upstream v6.12.117).
+base_upstream() {
+	awk -F' = ' '$1 == "VERSION" {v = $2} $1 == "PATCHLEVEL" {p = $2}
+		$1 == "SUBLEVEL" {s = $2} END {print v "." p "." s}' "$1/Makefile"
 }
 
 # The newest version of BASE_PKG the archive has (empty if none).

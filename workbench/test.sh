@@ -8,10 +8,13 @@
 # TESTS=substring[,substring...] runs only matching selftests (and skips the package and
 # bench checks); SKIP_STATIC=1 skips the per-patch checks (developer loop).
 # Results go to RESULTS/test (build/results/test): make test replaces only
-# its own folder, never make bench's or make run's.
+# its own folder, never make bench's or make run's. test-subsets.sh runs it
+# with SUBSET=TOPIC on a series that ends there: results in RESULTS/TOPIC,
+# selftests installed in build/ksft-subset.
 . "$(dirname "$0")/lib.sh"
 start=$(date +%s)
-export RESULTS=$RESULTS/test
+export RESULTS=$RESULTS/${SUBSET:-test}
+ksft=$TOP/build/ksft${SUBSET:+-subset}
 shown=${RESULTS#"$TOP"/}
 rm -rf "$RESULTS"
 mkdir -p "$RESULTS"
@@ -114,7 +117,7 @@ if [ "$built" != 0 ]; then
 fi
 
 step "install selftests"
-if ! logged ksft-install "$TOP/workbench/ksft-install.sh" "$SRC" "$TOP/build/ksft"; then
+if ! logged ksft-install "$TOP/workbench/ksft-install.sh" "$SRC" "$ksft"; then
 	add_result "$wb" selftests:install build fail "$(died_with ksft-install)"
 	finish
 	exit 1
@@ -143,7 +146,7 @@ slow=no
 # The plan: the selftests TESTS selects, each with its time limit scaled
 # for the accelerator. The guest runs it, the report reads it.
 mkdir -p "$RESULTS/vm"
-list_entries "$TOP/workbench/selftests.list" |
+list_entries "$SELFTESTS_LIST" |
 	awk -v only="${TESTS:-}" -v scale="$scale" '
 		BEGIN { n = split(only, want, ",") }
 		{ hit = n == 0; for (i = 1; i <= n; i++) hit = hit || index($1 "@" $3, want[i]) }
@@ -160,7 +163,7 @@ for nic in $(awk '$3 != "" && $3 != "virtio" {print $3}' "$RESULTS/vm/plan" | so
 done
 total=$(awk '{s += $2} END {print s + 0}' "$RESULTS/vm/plan")
 VM_ACCEL=$accel "$TOP/workbench/vm.sh" "$OBJ/arch/x86/boot/bzImage" "$RESULTS/vm" $((total + 120)) \
-	"env KSFT_MACHINE_SLOW=$slow NAPI_RECONFIG_LOOPS=${NAPI_RECONFIG_LOOPS:-1} SKIP_WHY='$NIC_WHY' BPFTRACE_KERNEL_SOURCE=$SRC BPFTRACE_KERNEL_BUILD=$OBJ $TOP/workbench/guest-run-tests.sh $TOP/build/ksft $RESULTS/vm" || true
+	"env KSFT_MACHINE_SLOW=$slow NAPI_RECONFIG_LOOPS=${NAPI_RECONFIG_LOOPS:-1} SKIP_WHY='$NIC_WHY' BPFTRACE_KERNEL_SOURCE=$SRC BPFTRACE_KERNEL_BUILD=$OBJ $TOP/workbench/guest-run-tests.sh $ksft $RESULTS/vm" || true
 
 # 'make package' on the kernel built above (no second build): metadata,
 # contents, and the packaged image booted for one short test

@@ -1,6 +1,7 @@
 #!/bin/bash
 # Materialise DEST (default build/linux) as a git repository for
-# development: the base commit, then one commit per patch of the series.
+# development: the base commit, then one commit per patch of the series,
+# and a branch topic/NN-name where each topic series ends.
 . "$(dirname "$0")/lib.sh"
 dest=${1:-$TOP/build/linux}
 
@@ -19,8 +20,19 @@ fi
 git -C "$dest" fetch -q "$SRC" "refs/tags/$base:refs/tags/$base"
 git -C "$dest" checkout -q -f -B series "$base"
 "$TOP/workbench/apply.sh" "$dest"
-cover=$PATCHES/0000-cover-letter.patch
-if [ -f "$cover" ]; then
-	git -C "$dest" config branch.series.description "$("$TOP/workbench/cover-description.py" <"$cover")"
-fi
+# The topic branches, stacked, each with its cover letter as its
+# description; rebases move them along (rebase.updateRefs).
+git -C "$dest" config rebase.updateRefs true
+git -C "$dest" for-each-ref --format='%(refname:short)' 'refs/heads/topic/' |
+	xargs -r git -C "$dest" branch -q -D
+mapfile -t commits < <(git -C "$dest" rev-list --reverse "$base"..HEAD)
+mapfile -t names < <(series_patches)
+for i in "${!names[@]}"; do
+	topic=$(dirname "${names[$i]}")
+	[ "$topic" != . ] || die "${names[$i]} is not in a topic folder"
+	[ "$topic" = "$(dirname "${names[$((i + 1))]:-}")" ] && continue
+	git -C "$dest" branch -f "topic/$topic" "${commits[$i]}"
+	git -C "$dest" config "branch.topic/$topic.description" \
+		"$("$TOP/workbench/cover-description.py" <"$PATCHES/$topic/0000-cover-letter.patch")"
+done
 log "$dest: $(git -C "$dest" rev-list --count "$base"..HEAD) patches on $base"
