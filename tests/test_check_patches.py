@@ -70,9 +70,10 @@ def toy_series(tmp_path, commits):
         git(dev, "add", ".", env=env)
         git(dev, "commit", "-q", *(["-s"] if signed else []), "-m", subject + "\n\nBecause.",
             env=env)
-    # The first commit is a topic of its own, the rest another one.
-    mark_topics(dev, [("01-one", 1)] + ([("02-two", len(commits))] if len(commits) > 1 else []),
-                env)
+    # Commits 1 and 2 are topics of their own, the rest a third one.
+    ends = [("01-one", 1), ("02-two", 2), ("03-three", len(commits))]
+    mark_topics(dev, [(name, end) for i, (name, end) in enumerate(ends)
+                      if end <= len(commits) and (i == 0 or end > ends[i - 1][1])], env)
     run(str(top / "workbench" / "export.sh"), str(dev), env=env)
     return top, env
 
@@ -98,10 +99,10 @@ def test_kernel_src_toy_tree_and_one_result_per_check(tmp_path):
     proc = run(str(top / "workbench" / "check-patches.sh"), str(out), env=env, check=False)
     assert proc.returncode == 1, proc.stderr
     res = {r["name"]: r for r in json.loads(out.read_text())}
-    assert len(res) == 14
+    assert len(res) == 15
     p = ["patch:01-one/0001-net-add-b.patch", "patch:02-two/0001-net-b-gets-a-warning.patch",
-         "patch:02-two/0002-net-old-keeps-its-warning.patch",
-         "patch:02-two/0003-docs-no-signature.patch"]
+         "patch:03-three/0001-net-old-keeps-its-warning.patch",
+         "patch:03-three/0002-docs-no-signature.patch"]
     assert res[p[0] + ":w1-build"]["status"] == "pass"
     assert res[p[1] + ":w1-build"]["status"] == "fail"
     assert res[p[1] + ":w1-build"]["reason"].startswith("1 new W=1 warnings, first: net/b.c:")
@@ -111,11 +112,16 @@ def test_kernel_src_toy_tree_and_one_result_per_check(tmp_path):
     assert all(res[n + ":checkpatch"]["status"] == "pass" for n in p)
     assert all(res[n + ":message"]["status"] == "pass" for n in p[:3])
     # A subset a kernel may carry ends with each topic: the first one alone
-    # is fine, the stack up to the second one is not.
+    # is fine, the stack up to the second one is not, and neither is the
+    # one up to the third, which carries the second.
     assert res["subset:01-one"]["status"] == "pass"
     assert res["subset:02-two"]["status"] == "fail"
     assert "patch failed: 02-two/0001-net-b-gets-a-warning.patch w1-build" in \
         res["subset:02-two"]["reason"]
+    assert "patch failed: 02-two/0001-net-b-gets-a-warning.patch w1-build" in \
+        res["subset:03-three"]["reason"]
+    assert "patch failed: 03-three/0002-docs-no-signature.patch message" in \
+        res["subset:03-three"]["reason"]
 
 
 def test_kernel_src_change_reimports(tmp_path):
@@ -170,4 +176,4 @@ def test_series_on_the_newest_archive_version(tmp_path):
     run(check, str(out), env=moved)
     res = json.loads(out.read_text())[0]
     assert res["name"] == "series:apply:newest-6.12.1001-1" and res["status"] == "fail"
-    assert res["reason"] == "patch does not apply: 02-two/0002-net-old-keeps-its-warning.patch"
+    assert res["reason"] == "patch does not apply: 03-three/0001-net-old-keeps-its-warning.patch"

@@ -1,7 +1,7 @@
 """make test-subsets (workbench/test-subsets.sh) with test.sh stubbed:
 each subset is the series up to the end of a topic, with the selftests of
-that topic and the ones before it, and its results have a folder of
-their own."""
+that topic and the ones before it, its results have a folder of their
+own, and its build worktree is not make test's."""
 import json
 import os
 import shutil
@@ -49,8 +49,18 @@ def run_subsets(tmp_path, **env_extra):
     for folder in ("01-a", "02-b", "03-c"):
         (patches / folder).mkdir(parents=True)
     (patches / "series").write_text(SERIES)
+    (top / "workbench" / "fetch-base.sh").write_text("#!/bin/bash\nexit 0\n")
     env = {k: v for k, v in os.environ.items() if k not in ("RESULTS", "PATCHES", "SUBSETS")}
     env.update(NAPI_CACHE=str(tmp_path / "cache"), HOME=str(tmp_path), **env_extra)
+    # The base repository fetch-base.sh would have made.
+    repo = tmp_path / "cache" / "src"
+    repo.mkdir(parents=True)
+    (repo / "Makefile").write_text("all:\n")
+    for args in (["init", "-q", "-b", "base"], ["add", "."], ["commit", "-q", "-m", "base: toy"],
+                 ["tag", "base-toy"]):
+        subprocess.run(["git", "-C", str(repo), *args], env=dict(
+            env, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@invalid", GIT_COMMITTER_NAME="t",
+            GIT_COMMITTER_EMAIL="t@invalid"), check=True, capture_output=True)
     proc = subprocess.run([str(top / "workbench" / "test-subsets.sh")], env=env,
                           capture_output=True, text=True, timeout=60, check=False)
     return proc, top / "build" / "results" / "subsets"
@@ -76,3 +86,6 @@ def test_subsets_picks_some(tmp_path):
     proc, out = run_subsets(tmp_path, SUBSETS="02-b")
     assert proc.returncode == 0, proc.stderr
     assert sorted(os.listdir(out)) == ["02-b"]
+    # Built from a worktree of their own: make test's stays where it is.
+    worktree = tmp_path / "cache" / "src-subset"
+    assert (worktree / ".git").is_file() and (worktree / "Makefile").exists()

@@ -9,8 +9,8 @@
 #                          patch fails, one they already had is not its own
 # and one per topic folder of the series, where a subset a kernel may
 # carry ends (the topic and every one before it):
-#   subset:TOPIC           its patches passed, and the objects the whole
-#                          topic touches build (W=1) at its last patch
+#   subset:TOPIC           every patch up to the topic's last passed, and
+#                          the objects the topic touches build (W=1) there
 # Writes the JSON result list to $1 (only once all patches are checked).
 . "$(dirname "$0")/lib.sh"
 out=$1
@@ -173,7 +173,9 @@ check_subset() {
 	mapfile -t targets < <(existing_targets "${targets[@]}")
 	[ ${#targets[@]} = 0 ] || w1_build "$log" "${targets[@]}" ||
 		echo "W=1 build of the topic's objects at its last patch fails"
-	grep -F "FAILED $topic/" "$logdir/failures" 2>/dev/null | sed 's/^FAILED /patch failed: /' || true
+	# A subset is a prefix: a failed patch of an earlier topic fails it too.
+	awk -v last="$topic" '{ split($2, p, "/") } p[1] <= last { sub(/^FAILED /, "patch failed: "); print }' \
+		"$logdir/failures"
 }
 
 failed=0

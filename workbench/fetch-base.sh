@@ -1,6 +1,6 @@
 #!/bin/bash
 # Fetch the pinned Debian linux-source package, verify it and turn it into
-# a git repository with one deterministic base commit at $SRC, tagged
+# a git repository with one deterministic base commit at $REPO, tagged
 # base-<the version really unpacked>.
 #   BASE_VERSION=newest  the newest linux-source-6.12 in the archive instead
 #                        of the pin (its sha256 is not pinned)
@@ -25,8 +25,8 @@ fi
 # Tag names cannot hold '~' or ':'.
 tag=$(echo "base-$version" | tr '~:' '__')
 
-if [ "$(git -C "$SRC" log -1 --format=%s "refs/tags/$tag" 2>/dev/null)" = "base: $desc" ]; then
-	log "base $tag already in $SRC"
+if [ "$(git -C "$REPO" log -1 --format=%s "refs/tags/$tag" 2>/dev/null)" = "base: $desc" ]; then
+	log "base $tag already in $REPO"
 	exit 0
 fi
 
@@ -55,10 +55,11 @@ else
 	mv "$unpack/$BASE_PKG" "$unpack/linux"
 fi
 
-rm -rf "$SRC" "$APPLY"
-mv "$unpack/linux" "$SRC"
+# The worktrees of the old repository go with it.
+rm -rf "$REPO" "$CACHE/apply" "$CACHE/src-subset" "$CACHE/apply-subset"
+mv "$unpack/linux" "$REPO"
 rm -rf "$unpack"
-cd "$SRC" || exit
+cd "$REPO" || exit
 git init -q -b base
 git config gc.auto 0
 git config core.abbrev 12

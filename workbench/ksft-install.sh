@@ -14,7 +14,7 @@ SELFTEST_GEN_FILES=${SELFTEST_GEN_FILES:-net:busy_poller drivers/net:xsk_busy_po
 rm -rf "$dest"
 mkdir -p "$dest"
 # C helpers include the uapi of the patched tree (new netdev attributes).
-hdrs=$CACHE/obj-headers
+hdrs=$CACHE/obj-headers${SUBSET:+-subset}
 make -s -C "$src" O="$hdrs" headers >/dev/null 2>&1 || die "make headers failed in $src"
 # Once each: a test listed for several NICs is one kselftest, and
 # run_kselftest.sh -t would run it once per line.

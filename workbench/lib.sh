@@ -10,7 +10,8 @@ BASE_SHA256=${BASE_SHA256:-e849faf31ca3555757f3a8877cb01af92122f744f75d1f3102734
 
 # Expensive state lives outside the checkout so that fresh clones reuse it.
 CACHE=${NAPI_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/napi-series}
-SRC=$CACHE/src          # build worktree, checked out at the series tip
+REPO=$CACHE/src         # the base as a git repository (fetch-base.sh)
+SRC=$REPO               # build worktree, checked out at the series tip
 APPLY=$CACHE/apply      # scratch worktree for git am and bisect checks
 # O= build directory and config flavour of the test kernel.
 if [ -n "${KASAN:-}" ] && [ "${KASAN}" != 0 ]; then
@@ -20,8 +21,10 @@ elif [ -n "${RT:-}" ] && [ "${RT}" != 0 ]; then
 elif [ -n "${KCSAN:-}" ] && [ "${KCSAN}" != 0 ]; then
 	OBJ=${OBJ:-$CACHE/obj-kcsan} FLAVOUR=kcsan
 elif [ -n "${SUBSET:-}" ]; then
-	# make test-subsets: the debug kernel of a prefix of the series.
+	# make test-subsets: the debug kernel of a prefix of the series, from
+	# worktrees of its own, so that make test's stay at the series tip.
 	OBJ=${OBJ:-$CACHE/obj-subset} FLAVOUR=subset
+	SRC=$CACHE/src-subset APPLY=$CACHE/apply-subset
 else
 	OBJ=${OBJ:-$CACHE/obj} FLAVOUR=debug
 fi
@@ -83,7 +86,7 @@ series_patches() {
 # base_tag [TREE [REV]]: the base tag below REV (default: the base branch
 # of SRC), base-<debian version> or base-local.
 base_tag() {
-	git -C "${1:-$SRC}" describe --tags --abbrev=0 --match 'base-*' "${2:-base}"
+	git -C "${1:-$REPO}" describe --tags --abbrev=0 --match 'base-*' "${2:-base}"
 }
 
 # base_upstream TREE: the upstream stable version the tree's Makefile
@@ -128,12 +131,12 @@ with open(path, "w") as fp:
 PY
 }
 
-# worktree_at DIR REV: a worktree of SRC at DIR, checked out (detached,
-# forced) at REV; created on first use.
+# worktree_at DIR REV: a worktree of REPO at DIR (or REPO itself),
+# checked out (detached, forced) at REV; created on first use.
 worktree_at() {
 	if [ ! -e "$1/.git" ]; then
-		git -C "$SRC" worktree prune
-		git -C "$SRC" worktree add -q --detach "$1" "$2"
+		git -C "$REPO" worktree prune
+		git -C "$REPO" worktree add -q --detach "$1" "$2"
 	fi
 	git -C "$1" checkout -q -f --detach "$2"
 }

@@ -8,4 +8,4 @@
 "$TOP/workbench/fetch-base.sh"
 worktree_at "$APPLY" "$(base_tag)"
 "$TOP/workbench/apply.sh" "$APPLY"
-git -C "$SRC" checkout -q -f --detach "$(git -C "$APPLY" rev-parse HEAD)"
+worktree_at "$SRC" "$(git -C "$APPLY" rev-parse HEAD)"

@@ -7,13 +7,16 @@
 # or the benchmark. Not in CI: each subset is a kernel build.
 # SUBSETS=02-napi-config,03-irq-suspend runs only those. Results in
 # build/results/subsets/TOPIC/, and one line per subset at the end.
-# The build tree SRC is left at the last subset's tip: 'make build'
-# and 'make test' move it back.
+# The subsets are built from worktrees of their own (src-subset,
+# apply-subset in the cache), so make test's stay at the series tip.
 . "$(dirname "$0")/lib.sh"
 out=$RESULTS/subsets
 mkdir -p "$out"
 
 mapfile -t topics < <(series_patches | cut -d/ -f1 | uniq)
+# test.sh reads the base in the build worktree before it applies anything.
+"$TOP/workbench/fetch-base.sh"
+worktree_at "$CACHE/src-subset" "$(base_tag)"
 [ ${#topics[@]} -gt 1 ] || die "patches/series has no topic folders"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
