@@ -18,8 +18,8 @@ import os
 
 from lib.py import ksft_run, ksft_exit, ksft_pr
 from lib.py import ksft_eq
-from lib.py import EthtoolFamily, KsftSkipEx, NetDrvEnv, NetdevFamily, NlError
-from lib.py import cmd, defer, ip, keep_napi_settings, rx_napis
+from lib.py import KsftSkipEx, NetDrvEnv, NetdevFamily, NlError
+from lib.py import channels, cmd, defer, down_up, keep_napi_settings, rx_napis, set_channels
 
 NAPICTL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "napictl")
 
@@ -48,16 +48,17 @@ def show_matches_kernel(cfg, nf) -> None:
 
 def _channel_round_trip(cfg):
     """Combined channels to 1 and back; False if the driver cannot."""
-    ethnl, header = EthtoolFamily(), {"header": {"dev-index": cfg.ifindex}}
-    count = ethnl.channels_get(header).get("combined-count", 0)
+    ifname, count = cfg.dev["ifname"], channels(cfg.ifindex).get("combined-count", 0)
+    if count < 2:
+        return False
     try:
-        ethnl.channels_set(dict(header, **{"combined-count": 1}))
+        set_channels(ifname, cfg.ifindex, "combined", 1)
     except NlError as e:
         if e.error in (errno.EOPNOTSUPP, errno.EINVAL):
             return False
         raise
-    ethnl.channels_set(dict(header, **{"combined-count": count}))
-    return count > 1
+    set_channels(ifname, cfg.ifindex, "combined", count)
+    return True
 
 
 def apply_config_survives_reconfig(cfg, nf) -> None:
@@ -78,8 +79,7 @@ def apply_config_survives_reconfig(cfg, nf) -> None:
 
     for change in ("applied", "down/up", "channels 1 and back"):
         if change == "down/up":
-            ip(f"link set dev {ifname} down")
-            ip(f"link set dev {ifname} up")
+            down_up(ifname)
         elif change.startswith("channels") and not _channel_round_trip(cfg):
             ksft_pr(f"{ifname} cannot change its channels")
             continue
