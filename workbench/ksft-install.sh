@@ -20,9 +20,13 @@ make -s -C "$src" O="$hdrs" headers >/dev/null 2>&1 || die "make headers failed 
 # run_kselftest.sh -t would run it once per line.
 tests=$(list_entries "$SELFTESTS_LIST" | awk '!seen[$1]++ {print $1}')
 collections=$(echo "$tests" | cut -d: -f1 | sort -u)
-# lib.mk never rebuilds libynl.a once it exists: start from scratch so
-# the YNL code is generated from the tree's current specs.
+# lib.mk never rebuilds libynl.a once it exists, and tools/net/ynl keeps
+# the objects and archives it built in the source tree: start from
+# scratch so the YNL code is generated and compiled from the tree's
+# current specs (a worktree that moved to another subset of the series
+# otherwise links a libynl.a whose napi-set drops attributes it lacked).
 rm -f "$sel"/net/libynl.a
+make -s -C "$src/tools/net/ynl" clean >/dev/null 2>&1 || true
 for dir in net/lib $collections; do
 	# Absolute paths: a command-line TEST_GEN_FILES bypasses lib.mk's
 	# $(OUTPUT)/ prefixing.
