@@ -37,7 +37,7 @@ TCG_NOTE = ("Under TCG (emulation): absolute times are not comparable with hardw
 # Per-exchange SUT counts (bench/benchlib.py window_counts()).
 SUT_KEYS = ("rx_polls_softirq", "rx_polls_kthread", "rx_polls_app", "kthread_packets",
             "rx_irqs", "tx_irqs", "rxtx_irqs", "net_rx_softirqs_sut_cpus", "suspend_events",
-            "suspensions", "suspended_frac", "softirq_polls_suspended")
+            "suspensions", "suspended_frac", "softirq_polls_suspended", "kthread_cpu_pct")
 SYSTEM_KEYS = ("net_rx_softirqs", "ctx_switches")
 # Modes that cannot engage on a device/transport: no ratio, but why.
 CANNOT_ENGAGE = {("netdevsim", "xdp", m): "netdevsim's generic XDP gives AF_XDP no NAPI ID "
@@ -66,9 +66,10 @@ def load_runs(top):
         if run["problem"]:
             for c in run["rr"] + run["mc"]:
                 c["run_problem"] = run["problem"]
-        # The collapse experiment's cells have their own section.
+        # The collapse and on/off experiments' cells have their own sections.
         run["collapse"] = [c for c in run["rr"] if c.get("experiment") == "collapse"]
-        run["rr"] = [c for c in run["rr"] if c.get("experiment") != "collapse"]
+        run["on_off"] = [c for c in run["rr"] if c.get("experiment") == "on-off"]
+        run["rr"] = [c for c in run["rr"] if c.get("experiment") not in ("collapse", "on-off")]
         runs.append(run)
     return runs
 
@@ -429,14 +430,15 @@ def rr_count_table(device, transport, workloads, modes, agg, lines):
     lines.append(f"\n{device}, {transport.upper()}: per request over the measured window, "
                  "medians. SUT: the SUT device's RX polls that did work by context "
                  "(softirq / NAPI kthread / application busy poll), packets the kthread "
-                 "polled, the SUT device's RX and TX interrupts, NET_RX softirqs on the SUT's "
+                 "polled, the NAPI kthreads' CPU time (% of one CPU over the window), "
+                 "the SUT device's RX and TX interrupts, NET_RX softirqs on the SUT's "
                  "CPUs, IRQ suspend events and the share of the window suspended. "
                  "System-wide (secondary: peer and kworkers included): NET_RX softirqs, "
                  "context switches, CPU busy % per CPU\n")
     lines.append("| workload | mode | n | SUT polls sirq/kthr/app | SUT kthr pkts | "
-                 "SUT RX irq | SUT TX irq | SUT NET_RX | SUT susp ev | SUT susp % | "
-                 "sys softirq | sys ctxsw | sys CPU% |")
-    lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+                 "SUT kthr CPU% | SUT RX irq | SUT TX irq | SUT NET_RX | SUT susp ev | "
+                 "SUT susp % | sys softirq | sys ctxsw | sys CPU% |")
+    lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     reasons = {}
     for rate, delay in workloads:
         for m in modes:
@@ -456,7 +458,8 @@ def sut_columns(c):
     irq_rx = s["rx_irqs"] if s["rxtx_irqs"] is None else None
     rx = fmt(irq_rx, 3) if s["rxtx_irqs"] is None else f"rx+tx {fmt(s['rxtx_irqs'], 3)}"
     frac = s["suspended_frac"]
-    return [polls, fmt(s["kthread_packets"], 3), rx, fmt(s["tx_irqs"], 3),
+    return [polls, fmt(s["kthread_packets"], 3), fmt(s.get("kthread_cpu_pct"), 0), rx,
+            fmt(s["tx_irqs"], 3),
             fmt(s["net_rx_softirqs_sut_cpus"], 3), fmt(s["suspend_events"], 3),
             fmt(frac * 100 if frac is not None else None, 0)]
 
@@ -475,7 +478,7 @@ def not_measured_lines(reasons, lines):
 
 
 MODE_ORDER = ["interrupts", "interrupts+spinners", "busy-inline", "busy-thread",
-              "threaded-busy", "threaded-busy+block", "threaded-busy+other", "threaded",
+              "threaded-busy", "threaded-busy-adaptive", "threaded-busy+block", "threaded-busy+other", "threaded",
               "threaded-busy+all", "epoll-prefer", "epoll-suspend", "uring-prefer", "uring-suspend"]
 WORKLOAD_ORDER = {}
 
@@ -686,6 +689,39 @@ def collapse_lines(run, agg, lines, summary):
                          f"{'yes' if collapsed(a) else 'no'} |")
 
 
+def on_off_lines(run, agg, lines, summary):
+    """The on/off experiment: bursts of requests with idle gaps longer
+    than threaded-busy-adaptive's irq-suspend-timeout. Over a window of
+    bursts and gaps, the kthread's CPU time shows what it gives back in
+    the gaps, the latency and loss what that costs in the bursts."""
+    if not agg:
+        return
+    pattern = run["on_off"][0].get("on_off") or "?"
+    lines.append(f"\n### On/off traffic ({run['label']} kernel): bursts and gaps of "
+                 f"{pattern.replace(':', ' / ')} ms\n")
+    lines.append("Per request over the window of bursts and gaps, medians. kthr CPU%: the "
+                 "NAPI kthreads' CPU time, % of one CPU over the whole window (gaps "
+                 "included); RX irq: the SUT device's RX interrupts; kthr pkts: packets "
+                 "the kthread polled.\n")
+    if is_tcg(run):
+        lines.append(f"{TCG_NOTE} The kthread CPU time is meaningful under TCG.\n")
+    lines.append("| device | workload | mode | n | p50 us | p99 us | lost/sent | kthr CPU% | "
+                 "RX irq/req | kthr pkts/req |")
+    lines.append("|---|---|---|---|---|---|---|---|---|---|")
+    for k in sorted(agg, key=lambda k: (k[0], k[2], mode_key(k[4]))):
+        a, sut = agg[k], agg[k]["sut"]
+        summary["on_off"].append({"kernel": run["label"], "device": k[0], "rate": k[2],
+                                  "delay_us": k[3], "mode": k[4], "pattern": pattern,
+                                  "p50_us": a["p50"], "p99_us": a["p99"], "lost": a["lost"],
+                                  "sent": a["sent"], "kthread_cpu_pct": sut["kthread_cpu_pct"],
+                                  "rx_irqs": sut["rx_irqs"],
+                                  "kthread_packets": sut["kthread_packets"]})
+        lines.append(f"| {k[0]} | {k[2]}+{k[3]}us | {k[4]} | {reps_text(a)} | {fmt(a['p50'])} | "
+                     f"{fmt(a['p99'])} | {a['lost']}/{a['sent']} | "
+                     f"{fmt(sut['kthread_cpu_pct'], 0)} | {fmt(sut['rx_irqs'], 3)} | "
+                     f"{fmt(sut['kthread_packets'], 3)} |")
+
+
 def md_table(lines, title, columns, rows):
     """A markdown section TITLE with a table of COLUMNS and ROWS (lists
     of cell texts)."""
@@ -713,9 +749,10 @@ def run_time(runs):
     rows = []
     for run in runs:
         groups = defaultdict(list)
-        for name in ("rr", "collapse", "mc"):
+        for name in ("rr", "collapse", "on_off", "mc"):
             for c in run[name]:
-                groups[("grid" if name == "rr" else name, c.get("device", "?"))].append(c)
+                experiment = {"rr": "grid", "on_off": "on-off"}.get(name, name)
+                groups[(experiment, c.get("device", "?"))].append(c)
         for (experiment, device), cells in sorted(groups.items()):
             walls = [c["wall_s"] for c in cells if c.get("wall_s") is not None]
             rows.append({"run": run["dir"], "experiment": experiment, "device": device,
@@ -1224,7 +1261,8 @@ def main():
         for c in run["rr"] + run["collapse"]:
             if "workload" in c:
                 WORKLOAD_ORDER[(c["rate"], c["delay_us"])] = c["workload"]
-    summary = {"runs": [], "rr": [], "baseline": [], "mc_findings": [], "collapse": []}
+    summary = {"runs": [], "rr": [], "baseline": [], "mc_findings": [], "collapse": [],
+               "on_off": []}
     lines = []
     rc = 0
     main_rr, main_mc = {}, {}
@@ -1233,7 +1271,7 @@ def main():
         lines.append(f"- {run['dir']}: {run['label']} kernel {m.get('kernel', '?')}, plan "
                      f"{run['plan']}, {m.get('vcpus', '?')} vCPUs ({m.get('cpu_model', '?')}), "
                      f"accelerator {run['accel']}")
-        cells = run["rr"] + run["collapse"] + run["mc"]
+        cells = run["rr"] + run["collapse"] + run["on_off"] + run["mc"]
         errors = [c for c in cells if c.get("status") == "error"]
         ok = [c for c in cells if c.get("status") == "ok"]
         summary["runs"].append({"dir": run["dir"], "kernel": run["label"], "plan": run["plan"],
@@ -1257,6 +1295,7 @@ def main():
             rr_tables(run, rr_cells(run["rr"]), lines, summary)
             mc_tables(run, mc_points(run["mc"]), lines, summary)
             collapse_lines(run, rr_cells(run["collapse"]), lines, summary)
+            on_off_lines(run, rr_cells(run["on_off"]), lines, summary)
     rr_ratio_lines(summary, lines)
     baseline = baseline_of(runs)
     baseline_lines(runs, baseline, lines, summary)

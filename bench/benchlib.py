@@ -991,6 +991,27 @@ def run_windowed(argv, irq_regex, timeout, extra=None):
     return dict(edges, rc=rc, stdout=stdout, stderr=stderr)
 
 
+def tasks_cpu_ns(pids):
+    """CPU time of the tasks PIDS together, in ns (schedstat)."""
+    total = 0
+    for pid in pids or ():
+        with open(f"/proc/{pid}/schedstat") as f:
+            total += int(f.read().split()[0])
+    return total
+
+
+def kthread_cpu_pct(run):
+    """The NAPI kthreads' CPU time over a run_windowed() RUN's window, in
+    % of one CPU, from the tasks_cpu_ns() extras at its edges; None when
+    an edge has none."""
+    edges = [run[k] for k in ("before", "after")]
+    if None in [e and e.get("extra") for e in edges]:
+        return None
+    elapsed = edges[1]["time"] - edges[0]["time"]
+    used = edges[1]["extra"] - edges[0]["extra"]
+    return round(100.0 * used / (elapsed * 1e9), 1) if elapsed > 0 else None
+
+
 def exit_text(rc):
     return "timed out" if rc is None else f"exit {rc}"
 
@@ -1036,6 +1057,9 @@ def measured_counts(run, pair, probes, tool_total, sut_cpus, kthread_pids=()):
         notes.setdefault("exchanges", "no request served in the window")
     counts = window_counts(run["before"], run["after"], exchanges, sut_cpus, events,
                            kthread_pids, notes)
+    counts["sut"]["kthread_cpu_pct"] = kthread_cpu_pct(run) if kthread_pids else None
+    if not kthread_pids:
+        counts["not_measured"].setdefault("kthread_cpu", "no NAPI kthread in this mode")
     counts["exchanges_from"] = "tool total" if served is None else "served in window"
     counts["trace_window_s"] = round(t1 - t0, 3)
     # The offered load of the window, and what the application received

@@ -2,7 +2,8 @@
 # Runs inside the VM (or on a real machine, see README.md): the latency
 # grid and the memcached sweep, results as JSON lines in OUT.
 # usage: guest-bench.sh OUT SRC PLAN
-#   PLAN: full (grid, collapse experiment, memcached sweep), smoke,
+#   PLAN: full (grid, collapse experiment, on/off traffic experiment,
+#   memcached sweep), smoke,
 #   baseline (interrupt mode only), collapse (the threaded busy-poll
 #   collapse experiment only) or busy (epoll and io_uring modes on virtio
 #   at rising rates, up to a busy server)
@@ -50,10 +51,15 @@ full)
 	# that the top loads saturate the server's core.
 	mc+=(--loads "${BENCH_MC_LOADS:-1000 4000 0}" --reps "${BENCH_MC_REPS:-2}"
 	     --duration 2 --warmup 0.3 --gen-threads 3 --gen-cpus 1-3)
+	# Bursts of 200 ms, 300 ms apart (longer than the 20 ms
+	# irq-suspend-timeout of threaded-busy-adaptive), 2 s cells.
+	on_off=(--on-off 200:300 --devices "${BENCH_ON_OFF_DEVICES:-netdevsim virtio igb}"
+		--transports udp --reps "${BENCH_ON_OFF_REPS:-2}" --duration 2)
 	;;
 smoke)
 	# One short cell per mode / variant: keeps the benchmark working.
 	rr+=(--devices netdevsim --workloads 1 --rate-scale 0.05 --reps 1 --duration 1 --warmup 0.2)
+	on_off=(--on-off 200:300 --devices netdevsim --transports udp --reps 1 --duration 1)
 	mc+=(--devices netdevsim --loads 500 --reps 1 --duration 1 --warmup 0.2)
 	collapse=(--collapse --devices netdevsim --transports udp --reps 1 --rate-scale 0.05
 		  --duration 1 --warmup 0.2)
@@ -91,6 +97,9 @@ busy)
 esac
 if [ "$plan" = full ] || [ "$plan" = smoke ]; then
 	"$py" "$here/rr_grid.py" "${rr[@]}" "${collapse[@]}" || rc=1
+	# The lowest seed workload, scaled as the grid's; the warm-up is a burst.
+	"$py" "$here/rr_grid.py" "${rr[@]}" "${on_off[@]}" --workload-indexes 0 --warmup 0.2 ||
+		rc=1
 fi
 if [ "$plan" = full ] || [ "$plan" = smoke ]; then
 	# shellcheck disable=SC2086

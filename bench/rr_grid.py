@@ -29,6 +29,10 @@ MODES = {
                     ["--poll", "busy-thread", "--busy-poll-usecs", "400"]),
     "threaded-busy": (dict(defer=100, gro=15000, threaded="busy-poll"),
                       ["--poll", "none"]),
+    # The extension: the same kthread, giving the NAPI back after
+    # irq-suspend-timeout without packets (as long as epoll-suspend's).
+    "threaded-busy-adaptive": (dict(defer=100, gro=15000, threaded="busy-poll",
+                                    irq_suspend=20000000), ["--poll", "none"]),
     "epoll-prefer": (dict(defer=100, gro=15000),
                      ["--poll", "epoll", "--busy-poll-usecs", "0", "--budget", "64"]),
     "epoll-suspend": (dict(defer=100, gro=15000, irq_suspend=20000000),
@@ -74,7 +78,7 @@ OTHER_NAPIS_ONLY = {"threaded-busy+all"}
 # The seed workloads where threaded-busy collapsed: 1250 pps + 38 us and
 # 6250 pps + 6 us at rate scale 0.05.
 COLLAPSE_WORKLOADS = [2, 1]
-PATCHED_ONLY = {"threaded-busy", "epoll-suspend", "uring-suspend", "threaded-busy+block",
+PATCHED_ONLY = {"threaded-busy", "threaded-busy-adaptive", "epoll-suspend", "uring-suspend", "threaded-busy+block",
                 "threaded-busy+other", "threaded-busy+all"}
 # io_uring polls sockets: AF_XDP has its own rings. threaded-busy+all
 # cannot run on XDP: attaching the XDP program makes igb disable its
@@ -82,6 +86,10 @@ PATCHED_ONLY = {"threaded-busy", "epoll-suspend", "uring-suspend", "threaded-bus
 # the other FIFO kthread on its CPU never lets run: the set-up deadlocks
 # by construction (napi.rst), as a bench run did.
 UDP_ONLY = {"uring-prefer", "uring-suspend", "threaded-busy+all"}
+# The on/off experiment (--on-off): the modes whose kthread CPU time and
+# IRQs it compares when traffic comes in bursts with idle gaps between
+# them, longer than threaded-busy-adaptive's irq-suspend-timeout.
+ON_OFF_MODES = ["interrupts", "threaded-busy", "threaded-busy-adaptive"]
 PORT = 54321
 # The SUT's CPUs: the application's and the one of its NAPI kthread and IRQs.
 SUT_CPUS = bl.cpu_set(bl.CPU_APP) + bl.cpu_set(bl.CPU_NAPI)
@@ -136,7 +144,8 @@ def run_cell(args, pair, modes, mode, transport, workload, rep, out):
             "workload": workload, "seed_rate": WORKLOADS[workload][0], "rate": rate,
             "delay_us": delay, "rep": rep, "reps": args.reps, "kthread_pids": pids,
             "occupancy": OCCUPANCY.get(mode),
-            "experiment": "collapse" if args.collapse else "grid"}
+            "experiment": "collapse" if args.collapse else "on-off" if args.on_off else "grid",
+            "on_off": args.on_off}
     loss_before = None
     try:
         wait_ready(server)
@@ -151,8 +160,10 @@ def run_cell(args, pair, modes, mode, transport, workload, rep, out):
                     "--src", pair.addr[bl.NS_SUT], "--dst", pair.addr[bl.NS_PEER],
                     "--port", str(PORT), "--peer-mac", pair.mac(bl.NS_PEER),
                     "--rate", str(rate), "--delay", str(delay), "--duration", str(args.duration),
-                    "--warmup", str(args.warmup), "--json", result] + poll + xdp_opts),
-                pair.irq_regex, timeout=args.duration * 10 + 60)
+                    "--warmup", str(args.warmup), "--json", result] + poll + xdp_opts
+                    + (["--on-off", args.on_off] if args.on_off else [])),
+                pair.irq_regex, timeout=args.duration * 10 + 60,
+                extra=lambda: bl.tasks_cpu_ns(pids))
         if run["rc"] != 0:
             raise RuntimeError(f"client {bl.exit_text(run['rc'])}: {run['stderr'].strip()}")
         with open(result) as f:
@@ -197,6 +208,9 @@ def main():
     parser.add_argument("--collapse", action="store_true",
                         help="the threaded busy-poll collapse experiment: its modes "
                         "and workloads (overrides --modes and --workloads)")
+    parser.add_argument("--on-off", default=None, metavar="ON_MS:OFF_MS",
+                        help="the on/off experiment: requests in bursts of ON_MS at the "
+                        "workload's rate, OFF_MS apart, in its modes (overrides --modes)")
     parser.add_argument("--rate-scale", type=float, default=1.0)
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--duration", type=float, default=3.0)
@@ -207,6 +221,8 @@ def main():
         workloads = [int(w) for w in args.workload_indexes.split()]
     if args.collapse:
         args.modes, workloads = " ".join(COLLAPSE_MODES), COLLAPSE_WORKLOADS
+    if args.on_off:
+        args.modes = " ".join(ON_OFF_MODES)
     for mode in args.modes.split():
         if mode not in MODES:
             parser.error(f"unknown mode {mode}")

@@ -683,3 +683,31 @@ def test_a_tool_that_never_opens_its_window():
     assert run["before"] is None and run["after"] is None
     counts = benchlib.measured_counts(run, Pair(), Probes(), 200, ["cpu0"])
     assert counts["exchanges"] == 200 and "all" in counts["not_measured"]
+
+
+def test_kthread_cpu_pct_over_the_window_or_none():
+    run = {"before": {"time": 10.0, "extra": 1_000_000_000},
+           "after": {"time": 12.0, "extra": 1_040_000_000}}
+    assert benchlib.kthread_cpu_pct(run) == 2.0
+    run["after"]["extra"] = None        # a kthread was gone at the edge
+    assert benchlib.kthread_cpu_pct(run) is None
+    assert benchlib.kthread_cpu_pct({"before": None, "after": None}) is None
+
+
+def test_on_off_cells_get_their_own_section(tmp_path):
+    top = str(tmp_path)
+    grid = [rr_cell(m, 100) for m in ("interrupts", "threaded-busy")]
+    on_off = [rr_cell("threaded-busy", 100, kthread_cpu_pct=99.0),
+              rr_cell("threaded-busy-adaptive", 120, kthread_cpu_pct=41.0)]
+    for cell in on_off:
+        cell.update(experiment="on-off", on_off="200:300")
+    write_run(top, "run1-patched-full", "patched", rr=grid + on_off)
+    rc, summary, md = report(top)
+    assert rc == 0
+    assert [(r["mode"], r["kthread_cpu_pct"]) for r in summary["on_off"]] == \
+        [("threaded-busy", 99.0), ("threaded-busy-adaptive", 41.0)]
+    assert "### On/off traffic (patched kernel): bursts and gaps of 200 / 300 ms" in md
+    assert "| netdevsim | 600+0us | threaded-busy-adaptive | n=1/1 | 84.0 | 120.0 | 0/100 | 41 |" in md
+    # The grid's tables keep only the grid's cells.
+    grid_part = md.split("### On/off traffic")[0].split("## Runs")[1]
+    assert "threaded-busy-adaptive" not in grid_part

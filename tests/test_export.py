@@ -95,3 +95,16 @@ def test_patch_that_does_not_apply_is_named(tmp_path):
     proc = run(os.path.join(WB, "tree.sh"), str(tmp_path / "tree3"), env=env, check=False)
     assert proc.returncode != 0
     assert "patch does not apply: 01-one/0002-selftests-net-second.patch" in proc.stderr
+
+
+def test_commits_in_a_new_tree_carry_the_series_identity(tmp_path):
+    """A commit made in the tree tree.sh creates is signed off by its
+    author (checkpatch's NO_AUTHOR_SIGN_OFF), whoever runs the workbench."""
+    env, _ = setup(tmp_path)
+    run(os.path.join(WB, "export.sh"), str(tmp_path / "dev"), env=env)
+    tree = tmp_path / "tree4"
+    run(os.path.join(WB, "tree.sh"), str(tree), env=env)
+    bare = {k: v for k, v in env.items() if not k.startswith(("GIT_AUTHOR", "GIT_COMMITTER"))}
+    git(tree, "commit", "-q", "--allow-empty", "-m", "new", env=bare)
+    assert git(tree, "log", "-1", "--format=%an <%ae>", env=bare).stdout.strip() == \
+        "NAPI Series Developers <napi-series@lists.invalid>"

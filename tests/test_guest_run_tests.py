@@ -36,7 +36,7 @@ elif args[0] == "-n" and args[2:] == ["-d", "-o", "link", "show"]:
 # What the kselftest runner was given, one JSON line per run.
 RUNNER_STUB = r'''#!/bin/bash
 python3 -c 'import json, os, sys
-keys = ("NETIF", "LOCAL_V4", "REMOTE_V4", "REMOTE_TYPE", "REMOTE_ARGS")
+keys = ("NETIF", "LOCAL_V4", "REMOTE_V4", "REMOTE_TYPE", "REMOTE_ARGS", "CASES")
 print(json.dumps({"args": sys.argv[1:], **{k: os.environ.get(k) for k in keys}}))' "$@" \
 	>>"$FAKE_VM/runs.jsonl"
 echo "ok 1 selftests: $4"
@@ -47,7 +47,7 @@ NICS = {"eth0": ("igb", "52:54:00:00:00:02"),
         "eth2": ("virtio_net", "52:54:00:00:00:03")}
 
 
-def guest_run(tmp_path, plan):
+def guest_run(tmp_path, plan, **extra_env):
     state, sysfs, ksft, out, bindir = (tmp_path / d for d in ("vm", "sys", "ksft", "out", "bin"))
     for d in (state, sysfs, ksft, out, bindir):
         d.mkdir()
@@ -65,10 +65,11 @@ def guest_run(tmp_path, plan):
     (out / "plan").write_text("".join(line + "\n" for line in plan))
     env = {k: v for k, v in os.environ.items() if k not in ("NETIF", "REMOTE_V4", "LOCAL_V4")}
     env.update(PATH=f"{bindir}:{env['PATH']}", FAKE_VM=str(state), SYS_CLASS_NET=str(sysfs),
-               SKIP_WHY="this QEMU lacks it")
+               SKIP_WHY="this QEMU lacks it", **extra_env)
     subprocess.run(["bash", os.path.join(TOP, "workbench", "guest-run-tests.sh"), str(ksft),
                     str(out)], env=env, check=True, capture_output=True, text=True, timeout=60)
-    runs = [json.loads(line) for line in (state / "runs.jsonl").read_text().splitlines()]
+    ran = state / "runs.jsonl"
+    runs = [json.loads(line) for line in ran.read_text().splitlines()] if ran.exists() else []
     return state, out, runs
 
 
@@ -76,7 +77,7 @@ def test_nic_entry_gets_the_lowest_mac_and_its_peer_in_a_netns(tmp_path):
     state, _, runs = guest_run(tmp_path, ["drivers/net:napi_id.py 60 igb"])
     assert runs == [{"args": ["-o", "60", "-t", "drivers/net:napi_id.py"],
                      "NETIF": "eth1", "LOCAL_V4": "203.0.113.1", "REMOTE_V4": "203.0.113.2",
-                     "REMOTE_TYPE": "netns", "REMOTE_ARGS": "igb-peers"}]
+                     "REMOTE_TYPE": "netns", "REMOTE_ARGS": "igb-peers", "CASES": None}]
     # The other igb is parked up and silent; the virtio NIC stays.
     assert sorted(os.listdir(state / "netns" / "igb-peers")) == ["eth0"]
     log = (state / "ip.log").read_text().splitlines()
@@ -98,5 +99,24 @@ def test_missing_nic_skips_loudly_and_netdevsim_gets_no_netif(tmp_path):
         ("drivers/net:napi_id.py@e1000e", 4), ("net:napi_config.py", 0)]
     assert runs == [{"args": ["-o", "120", "-t", "net:napi_config.py"], "NETIF": None,
                      "LOCAL_V4": None, "REMOTE_V4": None, "REMOTE_TYPE": None,
-                     "REMOTE_ARGS": None}]
+                     "REMOTE_ARGS": None, "CASES": None}]
     assert (out / "guest-finished").read_text() == "done\n"
+
+
+def test_budget_caps_each_limit_and_starts_no_test_it_cannot_hold(tmp_path):
+    _, out, runs = guest_run(tmp_path, ["net:a.py 60", "net:b.py 300"], GUEST_BUDGET="200")
+    assert runs[0]["args"] == ["-o", "60", "-t", "net:a.py"]
+    assert runs[1]["args"][:1] == ["-o"] and 195 <= int(runs[1]["args"][1]) <= 200
+    (tmp_path / "spent").mkdir()
+    _, out, runs = guest_run(tmp_path / "spent", ["net:a.py 60"], GUEST_BUDGET="30")
+    assert runs == []
+    results = [json.loads(line) for line in (out / "guest-results.jsonl").read_text().splitlines()]
+    assert [(r["test"], r["budget"]) for r in results] == [("net:a.py", 30)]
+
+
+def test_an_entry_sets_its_environment_unless_make_test_does(tmp_path):
+    _, _, runs = guest_run(tmp_path, ["net:a.py 60 netdevsim CASES=x,y", "net:b.py 60"])
+    assert [r["CASES"] for r in runs] == ["x,y", None]
+    (tmp_path / "given").mkdir()
+    _, _, runs = guest_run(tmp_path / "given", ["net:a.py 60 netdevsim CASES=x,y"], CASES="all")
+    assert runs[0]["CASES"] == "all"

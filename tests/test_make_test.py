@@ -110,17 +110,23 @@ def test_plan_takes_several_filters_and_boots_their_nics(tmp_path):
                    # Long output: a reader that stops early kills it with
                    # SIGPIPE, which pipefail must not turn into an exit.
                    'echo \'name "igb", bus PCI\'; echo "QEMU 10"; sleep 0.2; seq 100000'},
-        env_extra={"TESTS": "napi_reconfig.py@e1000e,napi_id.py@igb", "SKIP_STATIC": "1"})
-    results = tmp_path / "top" / "build" / "results" / "test" / "vm"
+        env_extra={"TESTS": "napi_reconfig.py@e1000e,napi_id.py@igb,napi_reconfig.py@virtio",
+                   "SKIP_STATIC": "1", "VM_SHARDS": "2"})
+    results = tmp_path / "top" / "build" / "results" / "test"
     # One entry per filter and NIC; the timeouts (x3 here, a slow
     # machine) follow selftests.list and are not this test's business.
     plan = [line.split() for line in (results / "plan").read_text().splitlines()]
-    assert [(name, nic) for name, _, nic in plan] == [
+    assert [(name, nic) for name, _, nic, *_ in plan] == [
+        ("drivers/net:napi_reconfig.py", "virtio"),
         ("drivers/net:napi_id.py", "igb"),
         ("drivers/net:napi_reconfig.py", "e1000e")], plan
-    env = (results / "vm-env").read_text()
-    assert "VM_NICS=igb " in env and "VM_NETWORK= " in env, env
-    assert "cannot emulate e1000e" in env, env
+    # Two VMs side by side, each booted with the NICs of its part only;
+    # the virtio entry's settings after its NIC still get it the loop.
+    first, second = ((results / d / "vm-env").read_text() for d in ("vm", "vm2"))
+    assert "VM_NICS=igb " in first and "VM_NETWORK=loop " in first, first
+    assert "VM_NICS= " in second and "VM_NETWORK= " in second, second
+    assert "cannot emulate e1000e" in second, second
+    assert "GUEST_BUDGET=" in second, second
 
 
 def test_use_nic_adds_each_model_once(tmp_path):

@@ -28,6 +28,22 @@ def make_run(tmp_path, finished, died_in=None, console="", plan="net:a.py 10\nne
     return proc, {r["name"]: r for r in summary["results"]}
 
 
+def one_test_run(tmp_path, tap, stacks=None):
+    """make_test_report.py's output for one test net:a.py with TAP output TAP
+    (and a .stacks file STACKS), its kernel log clean."""
+    vm = tmp_path / "vm" / "tests"
+    vm.mkdir(parents=True)
+    (vm / "net_a.py.tap").write_text(tap)
+    (vm / "net_a.py.dmesg").write_text(open(os.path.join(FIX, "clean.dmesg")).read())
+    if stacks:
+        (vm / "net_a.py.stacks").write_text(stacks)
+    (tmp_path / "vm" / "guest-results.jsonl").write_text(
+        json.dumps({"test": "net:a.py", "rc": 1, "seconds": 1.0, "timeout": 10}) + "\n")
+    (tmp_path / "vm" / "plan").write_text("net:a.py 10\n")
+    return subprocess.run([sys.executable, os.path.join(WB, "make_test_report.py"), "--results",
+                           str(tmp_path)], capture_output=True, text=True)
+
+
 def test_splat_fails_a_passing_test(tmp_path):
     proc, res = make_run(tmp_path, [("net:a.py", "skip.tap", "clean.dmesg"),
                                     ("net:b.py", "skip.tap", "warn.dmesg")])
@@ -91,15 +107,54 @@ def test_a_test_on_a_real_nic_is_its_own_entry(tmp_path):
 
 
 def test_a_failed_case_shows_why(tmp_path):
-    vm = tmp_path / "vm" / "tests"
-    vm.mkdir(parents=True)
-    (vm / "net_a.py.tap").write_text("# # polls: 0\n# # Check failed 0 < 1 no poll by a kthread\n"
-                                     "# not ok 1 a.case\nnot ok 1 selftests: net: a.py # exit=1\n")
-    (vm / "net_a.py.dmesg").write_text(open(os.path.join(FIX, "clean.dmesg")).read())
-    (tmp_path / "vm" / "guest-results.jsonl").write_text(
-        json.dumps({"test": "net:a.py", "rc": 1, "seconds": 1.0, "timeout": 10}) + "\n")
-    (tmp_path / "vm" / "plan").write_text("net:a.py 10\n")
-    proc = subprocess.run([sys.executable, os.path.join(WB, "make_test_report.py"), "--results",
-                           str(tmp_path)], capture_output=True, text=True)
+    proc = one_test_run(tmp_path, "# # polls: 0\n# # Check failed 0 < 1 no poll by a kthread\n"
+                                  "# not ok 1 a.case\nnot ok 1 selftests: net: a.py # exit=1\n")
     assert "      not ok: a.case\n        | polls: 0\n" \
            "        | Check failed 0 < 1 no poll by a kthread\n" in proc.stdout
+
+
+def test_a_test_left_without_budget_fails_as_not_started(tmp_path):
+    make_run(tmp_path, [("net:a.py", "skip.tap", "clean.dmesg")])
+    with open(tmp_path / "vm" / "guest-results.jsonl", "a") as fp:
+        fp.write(json.dumps({"test": "net:b.py", "rc": -1, "seconds": 0, "timeout": 10,
+                             "budget": 4000}) + "\n")
+    subprocess.run([sys.executable, os.path.join(WB, "make_test_report.py"),
+                    "--results", str(tmp_path)], capture_output=True, text=True)
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    second = summary["results"][1]
+    assert second["status"] == "fail"
+    assert second["reason"] == "not started: the selftests' 4000s (MAKE_TEST_BUDGET) were spent"
+
+
+def test_a_timed_out_test_shows_its_blocked_tasks(tmp_path):
+    proc = one_test_run(
+        tmp_path, "not ok 1 selftests: net: a.py # TIMEOUT 10 seconds\n",
+        stacks="  PID   TID STAT WCHAN COMMAND\n"
+               "== /proc/1/task/1 S init\n[<0>] do_wait+0x1/0x2\n"
+               "== /proc/7/task/7 D ip\n[<0>] napi_disable+0x10/0x20\n[<0>] dev_close+0x1/0x2\n")
+    assert "      blocked: /proc/7/task/7 D ip\n        napi_disable+0x10/0x20\n" \
+           "        dev_close+0x1/0x2\n" in proc.stdout, proc.stdout
+    assert "init" not in proc.stdout
+
+
+def test_the_results_of_every_vm_are_read_in_order(tmp_path):
+    make_run(tmp_path, [("net:a.py", "skip.tap", "clean.dmesg")], plan="net:a.py 10\n")
+    second = tmp_path / "vm2"
+    (second / "tests").mkdir(parents=True)
+    (second / "plan").write_text("net:b.py 10\n")
+    (second / "tests" / "net_b.py.tap").write_text(open(os.path.join(FIX, "skip.tap")).read())
+    (second / "tests" / "net_b.py.dmesg").write_text(open(os.path.join(FIX, "warn.dmesg")).read())
+    (second / "guest-results.jsonl").write_text(
+        json.dumps({"test": "net:b.py", "rc": 0, "seconds": 1.0, "timeout": 10}) + "\n")
+    proc = subprocess.run([sys.executable, os.path.join(WB, "make_test_report.py"),
+                           "--results", str(tmp_path)], capture_output=True, text=True)
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert [(r["name"], r["status"]) for r in summary["results"]] == [
+        ("net:a.py", "skip"), ("net:b.py", "fail")]
+    assert proc.returncode == 1
+
+
+def test_an_entry_with_settings_keeps_its_name(tmp_path):
+    proc, res = make_run(tmp_path, [("drivers/net:a.py@igb", "skip.tap", "clean.dmesg")],
+                         plan="drivers/net:a.py 10 igb CASES=x,y\n")
+    assert list(res) == ["drivers/net:a.py@igb"]

@@ -67,13 +67,14 @@ def server(napi_rr):
     proc.communicate(timeout=10)
 
 
-def run_client(napi_rr, port, tmp_path, rate, duration, warmup):
+def run_client(napi_rr, port, tmp_path, rate, duration, warmup, extra=()):
     result = tmp_path / "client.json"
     started = time.monotonic()
     done = subprocess.run([napi_rr, "client", "--transport", "udp", "--ifname", "lo",
                            "--src", CLIENT, "--dst", SERVER, "--port", str(port),
                            "--rate", str(rate), "--duration", str(duration),
-                           "--warmup", str(warmup), "--poll", "block", "--json", str(result)],
+                           "--warmup", str(warmup), "--poll", "block", "--json", str(result),
+                           *extra],
                           check=True, capture_output=True, text=True, timeout=60)
     with open(result) as f:
         return json.load(f), time.monotonic() - started, done.stdout
@@ -100,6 +101,26 @@ def test_a_sender_on_schedule_sends_everything(napi_rr, server, tmp_path):
     assert end["sent"] == client["warmup_sent"] + client["sent"] == 400
     assert 0 <= start["sent"] <= end["sent"]
     assert 0 <= start["served"] <= end["served"] <= end["sent"]
+
+
+def test_on_off_sends_bursts_at_the_rate_with_gaps(napi_rr, server, tmp_path):
+    # 100 ms bursts at 1000 pps, 100 ms apart, over 0.5 s: bursts at 0,
+    # 200 and 400 ms; the first one is the warm-up.
+    client, took, _ = run_client(napi_rr, server, tmp_path, 1000, 0.4, 0.1,
+                                 ["--on-off", "100:100"])
+    assert (client["on_ms"], client["off_ms"]) == (100, 100)
+    assert (client["warmup_sent"], client["sent"], client["unsent"]) == (100, 200, 0)
+    # The last burst ends at 0.5 s: the gaps are not sent through.
+    assert took >= 0.5
+
+
+def test_on_off_is_a_client_option_with_both_times(napi_rr):
+    for args in (["client", "--on-off", "100"], ["client", "--on-off", "0:100"],
+                 ["server", "--on-off", "100:100"]):
+        done = subprocess.run([napi_rr, *args, "--transport", "udp", "--ifname", "lo",
+                               "--src", CLIENT, "--dst", SERVER, "--port", "9", "--rate", "1",
+                               "--duration", "1"], capture_output=True, text=True)
+        assert done.returncode != 0 and "on-off" in done.stderr
 
 
 def test_hist_and_window_headers(tmp_path):

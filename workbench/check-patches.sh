@@ -196,7 +196,7 @@ for i in "${!commits[@]}"; do
 	echo "checked $name"
 	topic=$(dirname "$name")
 	topic_first=${topic_first:-$c}
-	if [ "$topic" != . ] && [ "$topic" != "$(dirname "${names[$((i + 1))]:-}")" ]; then
+	if last_in_topic "$name" "${names[$((i + 1))]:-}"; then
 		problems=$(check_subset "$topic" "$topic_first" "$c")
 		if [ -z "$problems" ]; then
 			add_result "$partial" "subset:$topic" static pass

@@ -3,8 +3,14 @@
 # lines, written by test.sh) under its own time limit, with the kernel
 # log of each test saved next to its TAP output.
 # usage: guest-run-tests.sh KSFT_DIR RESULTS_DIR
+# GUEST_BUDGET (seconds, from test.sh): what the whole plan may take. A
+# test gets at most what is left of it; one left less than MIN_TEST_TIME
+# is not started, and its result line says "budget".
 set -u
 ksft=$1 out=$2
+budget=${GUEST_BUDGET:-}
+MIN_TEST_TIME=60
+began=$(date +%s)
 mkdir -p "$out/tests"
 # The kselftest runner writes through /dev/stdout, which must follow our
 # redirections (the VM's init may leave it pointing at the console).
@@ -97,11 +103,43 @@ park_peers() {
 	done
 }
 
-while read -r test limit nic; do
-	nic_config "${nic:-netdevsim}"
+# stacks FILE: every task's state, and the kernel stack of each task
+# that is blocked, running or a process's (not an idle kernel thread's):
+# what a test that reached its time limit was waiting for, taken before
+# the limit kills it. Not through the kernel log, whose splat scan is
+# the test's.
+stacks() {
+	local task state
+	{
+		ps -eLo pid,tid,stat,wchan:32,comm
+		for task in /proc/[0-9]*/task/[0-9]*; do
+			state=$(awk '/^State:/ {print $2}' "$task/status" 2>/dev/null)
+			case $state in
+			D | R) ;;
+			# procfs sizes are 0: a kernel thread's cmdline is empty.
+			*) grep -q . "${task%/task/*}/cmdline" 2>/dev/null || continue ;;
+			esac
+			echo "== $task $state $(cat "$task/comm" 2>/dev/null)"
+			cat "$task/stack" 2>/dev/null
+		done
+	} >"$1"
+}
+
+while read -r test limit nic vars; do
 	# A test run on a real NIC is its own entry: TEST@NIC.
 	id=$test${nic:+@$nic}
 	name=${id//[:\/@]/_}
+	if [ -n "$budget" ]; then
+		left=$((budget - ($(date +%s) - began)))
+		if [ "$left" -lt "$MIN_TEST_TIME" ]; then
+			printf '{"test": "%s", "rc": -1, "seconds": 0, "timeout": %d, "budget": %d}\n' \
+				"$id" "$limit" "$budget" >>"$out/guest-results.jsonl"
+			echo "guest: $id not started: the budget of ${budget}s is spent"
+			continue
+		fi
+		[ "$left" -lt "$limit" ] && limit=$left
+	fi
+	nic_config "${nic:-netdevsim}"
 	echo "$id" >"$out/current-test"
 	# Appended to: the kselftest runner reopens /dev/stdout for the
 	# nested output, which must not overwrite ours.
@@ -114,9 +152,20 @@ while read -r test limit nic; do
 			"${SKIP_WHY:+ ($SKIP_WHY)}" >>"$out/tests/$name.tap"
 		rc=4
 	else
-		(cd "$ksft" && timeout -k 10 $((limit + 30)) ./run_kselftest.sh -o "$limit" -t "$test") \
+		(sleep $((limit - 15)) && timeout 10 bash -c "$(declare -f stacks); stacks $out/tests/$name.stacks") &
+		watchdog=$!
+		# The entry's VAR=VALUE settings, unless make test was given VAR.
+		entry_env=()
+		for setting in $vars; do
+			var=${setting%%=*}
+			[ -n "${!var:-}" ] || entry_env+=("$setting")
+		done
+		(cd "$ksft" && env "${entry_env[@]}" timeout -k 10 $((limit + 30)) ./run_kselftest.sh -o "$limit" -t "$test") \
 			>>"$out/tests/$name.tap" 2>&1
 		rc=$?
+		pkill -P "$watchdog" sleep
+		kill "$watchdog" 2>/dev/null
+		wait "$watchdog" 2>/dev/null
 	fi
 	end=$(date +%s.%N)
 	dmesg >"$out/tests/$name.dmesg"

@@ -83,6 +83,17 @@ series_patches() {
 	list_entries "$PATCHES/series"
 }
 
+# The topic folders of patches/series, in order.
+series_topics() {
+	series_patches | cut -d/ -f1 | uniq
+}
+
+# last_in_topic NAME NEXT: whether patch NAME ends its topic series,
+# NEXT being the patch after it in patches/series (empty at the end).
+last_in_topic() {
+	[ "$(dirname "$1")" != . ] && [ "$(dirname "$1")" != "$(dirname "${2:-}")" ]
+}
+
 # base_tag [TREE [REV]]: the base tag below REV (default: the base branch
 # of SRC), base-<debian version> or base-local.
 base_tag() {

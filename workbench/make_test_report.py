@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Turn the raw outputs of a 'make test' run into per-test results.
 
-Reads build/results/test/vm (plan, TAP, dmesg, guest-results.jsonl, console.log) and
-any extra result lists (static checks, unit tests), writes summary.json,
-prints one line per test and the closing 'N passed, N failed, N skipped'.
+Reads build/results/test/vm, vm2, ... (each VM's plan, TAP, dmesg,
+guest-results.jsonl, console.log) and any extra result lists (static
+checks, unit tests), writes summary.json, prints one line per test and
+the closing 'N passed, N failed, N skipped'.
 Exit status 1 on any failure or kernel splat.
 """
 import argparse
@@ -94,11 +95,40 @@ def most_telling(splats):
     return splats[0]
 
 
+# Of a test that reached its time limit: the blocked tasks, each with its
+# innermost kernel frames, in the report.
+STACK_FRAMES = 6
+STACK_TASKS = 4
+
+
+def blocked_stacks(text):
+    """The first STACK_TASKS tasks in D state of a .stacks file (written by
+    guest-run-tests.sh at a test's time limit), each with its innermost
+    STACK_FRAMES frames."""
+    out, tasks = [], 0
+    for block in text.split("\n== ")[1:]:
+        head, *frames = block.splitlines()
+        if head.split()[1:2] != ["D"] or tasks == STACK_TASKS:
+            continue
+        tasks += 1
+        out.append(f"blocked: {head}")
+        out += [f"  {f.split('] ', 1)[-1]}" for f in frames[:STACK_FRAMES]]
+    return out
+
+
+def vm_dirs(results):
+    """The VMs' result folders (test.sh: vm/, vm2/, ...), in order."""
+    found = [d for d in os.listdir(results) if re.fullmatch(r"vm\d*", d)
+             and os.path.isdir(os.path.join(results, d))]
+    return [os.path.join(results, d) for d in sorted(found, key=lambda d: int(d[2:] or 1))]
+
+
 def vm_results(vmdir, tree=None, known=None):
     """Results of the tests in VMDIR/plan (written by test.sh, run by
     guest-run-tests.sh): one line per test, its name and time limit."""
     # A test run on a real NIC (third field) is its own entry, TEST@NIC.
-    tests = [e[0] + (f"@{e[2]}" if len(e) > 2 else "")
+    # Further fields are the entry's VAR=VALUE settings.
+    tests = [e[0] + (f"@{e[2].split()[0]}" if len(e) > 2 else "")
              for e in read_entries(os.path.join(vmdir, "plan"), 3)]
     guest = load_jsonl(os.path.join(vmdir, "guest-results.jsonl"))
     current = os.path.join(vmdir, "current-test")
@@ -128,7 +158,13 @@ def vm_results(vmdir, tree=None, known=None):
             else:
                 res["reason"] = "not run (VM stopped before it)"
             continue
+        if guest[name].get("budget") is not None:
+            res["reason"] = (f"not started: the selftests' {guest[name]['budget']}s"
+                             " (MAKE_TEST_BUDGET) were spent")
+            continue
         res["seconds"] = guest[name]["seconds"]
+        if os.path.exists(base + ".stacks"):
+            res["stacks"] = blocked_stacks(read(base + ".stacks"))
         tops = tap.parse(read(base + ".tap")) if os.path.exists(base + ".tap") else []
         if tops:
             top = tops[-1]
@@ -190,9 +226,9 @@ def main():
     for spec in args.extra:
         results.extend(extra_results(spec))
     accel = None
-    vmdir = os.path.join(args.results, "vm")
-    if os.path.isdir(vmdir):
-        vm, accel = vm_results(vmdir, args.tree, read_known_failures(args.known_failures))
+    for vmdir in vm_dirs(args.results):
+        vm, vm_accel = vm_results(vmdir, args.tree, read_known_failures(args.known_failures))
+        accel = accel or vm_accel
         results.extend(vm)
 
     for r in results:
@@ -207,6 +243,9 @@ def main():
                 print(f"      not ok: {c['name']}")
                 for line in c.get("diagnostics", []):
                     print(f"        | {line[:DIAGNOSTIC_WIDTH]}")
+        if r["status"] == "fail":
+            for line in r.get("stacks", []):
+                print(f"      {line[:DIAGNOSTIC_WIDTH]}")
 
     counts = {s: sum(r["status"] == s for r in results) for s in ("pass", "fail", "skip", "xfail")}
     summary = {"base": args.base, "accel": accel, "counts": counts, "results": results}

@@ -13,7 +13,7 @@
 out=$RESULTS/subsets
 mkdir -p "$out"
 
-mapfile -t topics < <(series_patches | cut -d/ -f1 | uniq)
+mapfile -t topics < <(series_topics)
 # test.sh reads the base in the build worktree before it applies anything.
 "$TOP/workbench/fetch-base.sh"
 worktree_at "$CACHE/src-subset" "$(base_tag)"

@@ -13,6 +13,16 @@
 # selftests installed in build/ksft-subset.
 . "$(dirname "$0")/lib.sh"
 start=$(date +%s)
+# CI stops 'make test' at 90 minutes: the selftests end before that on
+# the kernels CI tests (debug, subsets). 0: no budget (KASAN, KCSAN, RT
+# runs take hours).
+case $FLAVOUR in
+debug | subset) MAKE_TEST_BUDGET=${MAKE_TEST_BUDGET:-5200} ;;
+*) MAKE_TEST_BUDGET=${MAKE_TEST_BUDGET:-0} ;;
+esac
+# Seconds the steps after the selftests take at most on the 2-core
+# machine, and what a VM takes to boot and shut down.
+PACKAGE_CHECK_TIME=300 BENCH_SMOKE_TIME=420 VM_BOOT_TIME=120
 export RESULTS=$RESULTS/${SUBSET:-test}
 ksft=$TOP/build/ksft${SUBSET:+-subset}
 shown=${RESULTS#"$TOP"/}
@@ -144,26 +154,56 @@ scale=1
 slow=no
 { [ "$accel" = tcg ] || [ "$FLAVOUR" = kasan ] || [ "$FLAVOUR" = kcsan ]; } && slow=yes
 # The plan: the selftests TESTS selects, each with its time limit scaled
-# for the accelerator. The guest runs it, the report reads it.
-mkdir -p "$RESULTS/vm"
+# for the accelerator, split into VM_SHARDS plans for as many VMs run
+# side by side (vm/, vm2/, ...; shard_plan.py says how). Each guest runs
+# its plan, the report reads them all.
 list_entries "$SELFTESTS_LIST" |
 	awk -v only="${TESTS:-}" -v scale="$scale" '
 		BEGIN { n = split(only, want, ",") }
 		{ hit = n == 0; for (i = 1; i <= n; i++) hit = hit || index($1 "@" $3, want[i]) }
-		hit { print $1, int($2 * scale + 0.5), $3 }' \
-	>"$RESULTS/vm/plan"
-# Tests on a virtio NIC need 'vng --network loop', on any other NIC a
-# pair of that QEMU model (igb: QEMU 8.0+; deps.sh installs 10 from
-# bookworm-backports). A NIC this QEMU lacks SKIPs its tests, loudly,
-# with the reason.
-grep -q ' virtio$' "$RESULTS/vm/plan" && export VM_NETWORK=loop
-NIC_WHY=
-for nic in $(awk '$3 != "" && $3 != "virtio" {print $3}' "$RESULTS/vm/plan" | sort -u); do
-	use_nic "$nic" "the $nic tests SKIP"
+		hit { $2 = int($2 * scale + 0.5); print }' \
+	>"$RESULTS/plan"
+shards=${VM_SHARDS:-1}
+vmdirs=()
+for i in $(seq "$shards"); do
+	vmdirs+=("$RESULTS/vm$([ "$i" = 1 ] || echo "$i")")
+	mkdir -p "${vmdirs[-1]}"
 done
-total=$(awk '{s += $2} END {print s + 0}' "$RESULTS/vm/plan")
-VM_ACCEL=$accel "$TOP/workbench/vm.sh" "$OBJ/arch/x86/boot/bzImage" "$RESULTS/vm" $((total + 120)) \
-	"env KSFT_MACHINE_SLOW=$slow NAPI_RECONFIG_LOOPS=${NAPI_RECONFIG_LOOPS:-1} SKIP_WHY='$NIC_WHY' BPFTRACE_KERNEL_SOURCE=$SRC BPFTRACE_KERNEL_BUILD=$OBJ $TOP/workbench/guest-run-tests.sh $ksft $RESULTS/vm" || true
+"$TOP/workbench/shard_plan.py" "$RESULTS/plan" "${vmdirs[@]/%//plan}"
+# The guests' budget: what MAKE_TEST_BUDGET leaves after the steps so far
+# and those still to come, at most the longest plan's sum of limits. A
+# hung test then fails the run with its name, not CI's own limit with
+# none.
+total=0
+for dir in "${vmdirs[@]}"; do
+	sum=$(awk '{s += $2} END {print s + 0}' "$dir/plan")
+	[ "$sum" -gt "$total" ] && total=$sum
+done
+later=0
+[ "${PACKAGE_CHECK:-1}" != 0 ] && [ -z "${TESTS:-}" ] && later=$((later + PACKAGE_CHECK_TIME))
+[ "${BENCH_SMOKE:-1}" != 0 ] && [ -z "${TESTS:-}" ] && later=$((later + BENCH_SMOKE_TIME))
+guest_budget=$((MAKE_TEST_BUDGET - ($(date +%s) - start) - later - VM_BOOT_TIME))
+{ [ "$MAKE_TEST_BUDGET" = 0 ] || [ "$guest_budget" -gt "$total" ]; } && guest_budget=$total
+[ "$guest_budget" -lt 0 ] && guest_budget=0
+log "the selftests may take ${guest_budget}s (MAKE_TEST_BUDGET=${MAKE_TEST_BUDGET}; the longest plan's limits add up to ${total}s)"
+# run_plan DIR: boot a VM for DIR/plan. Tests on a virtio NIC need 'vng
+# --network loop', on any other NIC a pair of that QEMU model (igb: QEMU
+# 8.0+; deps.sh installs 10 from bookworm-backports). A NIC this QEMU
+# lacks SKIPs its tests, loudly, with the reason.
+run_plan() {
+	local dir=$1 nic
+	awk '$3 == "virtio" {f = 1} END {exit !f}' "$dir/plan" && export VM_NETWORK=loop
+	NIC_WHY=
+	for nic in $(awk '$3 != "" && $3 != "virtio" {print $3}' "$dir/plan" | sort -u); do
+		use_nic "$nic" "the $nic tests SKIP"
+	done
+	VM_ACCEL=$accel "$TOP/workbench/vm.sh" "$OBJ/arch/x86/boot/bzImage" "$dir" $((guest_budget + VM_BOOT_TIME)) \
+		"env GUEST_BUDGET=$([ "$MAKE_TEST_BUDGET" = 0 ] || echo "$guest_budget") KSFT_MACHINE_SLOW=$slow NAPI_RECONFIG_LOOPS=${NAPI_RECONFIG_LOOPS:-1} NAPI_RECONFIG_RING_SECONDS=${NAPI_RECONFIG_RING_SECONDS:-30} ${NAPI_RECONFIG_CASES:+NAPI_RECONFIG_CASES=$NAPI_RECONFIG_CASES} SKIP_WHY='$NIC_WHY' BPFTRACE_KERNEL_SOURCE=$SRC BPFTRACE_KERNEL_BUILD=$OBJ $TOP/workbench/guest-run-tests.sh $ksft $dir"
+}
+for dir in "${vmdirs[@]}"; do
+	[ -s "$dir/plan" ] && (run_plan "$dir" || true) &
+done
+wait
 
 # 'make package' on the kernel built above (no second build): metadata,
 # contents, and the packaged image booted for one short test
@@ -171,7 +211,8 @@ VM_ACCEL=$accel "$TOP/workbench/vm.sh" "$OBJ/arch/x86/boot/bzImage" "$RESULTS/vm
 if [ "${PACKAGE_CHECK:-1}" != 0 ] && [ -z "${TESTS:-}" ]; then
 	step "Debian packages of the test kernel"
 	extra+=(--extra "check-package=$RESULTS/package.json")
-	logged check-package "$TOP/workbench/check-package.sh" "$OBJ" "$RESULTS/package.json" || true
+	logged check-package timeout -k 10 "$PACKAGE_CHECK_TIME" \
+		"$TOP/workbench/check-package.sh" "$OBJ" "$RESULTS/package.json" || true
 fi
 
 # The benchmarks are not timed tests: CI only checks that one short cell
@@ -179,7 +220,8 @@ fi
 if [ "${BENCH_SMOKE:-1}" != 0 ] && [ -z "${TESTS:-}" ]; then
 	step "benchmark smoke run"
 	# On the kernel built above: no second apply or build.
-	if RESULTS=$RESULTS "$TOP/workbench/bench.sh" smoke "$OBJ" >"$RESULTS/bench-smoke.log" 2>&1; then
+	if RESULTS=$RESULTS BENCH_VM_TIMEOUT=${BENCH_VM_TIMEOUT:-$BENCH_SMOKE_TIME} \
+		"$TOP/workbench/bench.sh" smoke "$OBJ" >"$RESULTS/bench-smoke.log" 2>&1; then
 		add_result "$wb" bench:smoke bench pass
 	else
 		add_result "$wb" bench:smoke bench fail "see $shown/bench-smoke.log"

@@ -16,6 +16,10 @@ else
 	log "cloning base into $dest"
 	git clone -q --no-checkout "$SRC" "$dest"
 	git -C "$dest" config core.abbrev 12
+	# Commits made here are the series' own: checkpatch wants the
+	# author to be the one who signs off.
+	git -C "$dest" config user.name "NAPI Series Developers"
+	git -C "$dest" config user.email napi-series@lists.invalid
 fi
 git -C "$dest" fetch -q "$SRC" "refs/tags/$base:refs/tags/$base"
 git -C "$dest" checkout -q -f -B series "$base"
@@ -30,7 +34,7 @@ mapfile -t names < <(series_patches)
 for i in "${!names[@]}"; do
 	topic=$(dirname "${names[$i]}")
 	[ "$topic" != . ] || die "${names[$i]} is not in a topic folder"
-	[ "$topic" = "$(dirname "${names[$((i + 1))]:-}")" ] && continue
+	last_in_topic "${names[$i]}" "${names[$((i + 1))]:-}" || continue
 	git -C "$dest" branch -f "topic/$topic" "${commits[$i]}"
 	git -C "$dest" config "branch.topic/$topic.description" \
 		"$("$TOP/workbench/cover-description.py" <"$PATCHES/$topic/0000-cover-letter.patch")"

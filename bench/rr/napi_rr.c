@@ -182,6 +182,7 @@ struct opts {
 	double duration, warmup;
 	uint64_t rate;
 	uint32_t delay_us;
+	uint32_t on_ms, off_ms;	/* bursts of on_ms at --rate, off_ms apart */
 	uint32_t send_spin_us;
 	const char *json_path;
 	uint8_t peer_mac[ETH_ALEN];
@@ -296,7 +297,7 @@ static void usage(const char *msg)
 		"       napi_rr client --transport udp|xdp --ifname IF --src IP --dst IP --port P\n"
 		"               --rate PPS --duration S [--delay US] [--warmup S] [--poll MODE]\n"
 		"               [--json FILE] [--peer-mac MAC] [--queue Q] [--busy-poll-usecs N]\n"
-		"               [--budget N] [--send-spin US] [--xdp-native]\n"
+		"               [--budget N] [--send-spin US] [--xdp-native] [--on-off ON_MS:OFF_MS]\n"
 		"MODE: block | busy | busy-thread | none | epoll | uring (default block)\n");
 	exit(2);
 }
@@ -357,7 +358,8 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 		{ "duration", 1, 0, 'T' }, { "warmup", 1, 0, 'w' },
 		{ "rate", 1, 0, 'r' }, { "delay", 1, 0, 'd' }, { "json", 1, 0, 'j' },
 		{ "peer-mac", 1, 0, 'm' }, { "send-spin", 1, 0, 'S' },
-		{ "xdp-native", 0, 0, 'N' }, { "help", 0, 0, 'h' }, { 0 }
+		{ "xdp-native", 0, 0, 'N' }, { "on-off", 1, 0, 'O' },
+		{ "help", 0, 0, 'h' }, { 0 }
 	};
 	bool have_transport = false;
 	int c, v;
@@ -412,6 +414,11 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 			o->have_peer_mac = true;
 			break;
 		case 'N': o->xdp_native = true; break;
+		case 'O':
+			if (sscanf(optarg, "%u:%u%n", &o->on_ms, &o->off_ms, &v) != 2 || optarg[v] ||
+			    !o->on_ms || !o->off_ms)
+				usage("--on-off must be ON_MS:OFF_MS, both > 0");
+			break;
 		default: usage(NULL);
 		}
 	}
@@ -422,8 +429,8 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 	if (o->role == ROLE_CLIENT && (!o->have_dst || !o->rate || o->duration <= 0))
 		usage("client needs --dst, --rate > 0 and --duration > 0");
 	if (o->role == ROLE_SERVER && (o->have_dst || o->rate || o->delay_us || o->json_path ||
-				       o->have_peer_mac))
-		usage("--dst, --rate, --delay, --json and --peer-mac are client options");
+				       o->have_peer_mac || o->on_ms))
+		usage("--dst, --rate, --delay, --json, --peer-mac and --on-off are client options");
 	if (o->transport == TR_UDP && o->xdp_native)
 		usage("--xdp-native needs --transport xdp");
 	if ((o->poll == POLL_BUSY || o->poll == POLL_BUSY_THREAD) && !o->busy_usecs)
@@ -1355,6 +1362,7 @@ struct client {
 	uint64_t total;		/* requests on the schedule */
 	uint64_t start_ns;	/* request 0 is due then */
 	uint64_t measure_ns;	/* requests due from then on are measured */
+	uint64_t burst;		/* --on-off: requests per burst */
 	uint64_t give_up_ns;	/* the sender stops sending then */
 	uint8_t *state;		/* SEQ_* per sequence number */
 	uint8_t peer_mac[ETH_ALEN];
@@ -1373,9 +1381,33 @@ struct client {
 	uint64_t deliver_invalid;
 };
 
+/* Request SEQ is due at its place in the schedule: evenly spaced at
+ * --rate, or with --on-off in bursts of c->burst requests, one burst
+ * every on_ms + off_ms.
+ */
 static uint64_t due_time(const struct client *c, uint64_t seq)
 {
-	return c->start_ns + seq * NSEC_PER_SEC / c->o->rate;
+	const struct opts *o = c->o;
+	uint64_t cycle_ns;
+
+	if (!o->on_ms)
+		return c->start_ns + seq * NSEC_PER_SEC / o->rate;
+	cycle_ns = (uint64_t)(o->on_ms + o->off_ms) * NSEC_PER_MSEC;
+	return c->start_ns + seq / c->burst * cycle_ns + seq % c->burst * NSEC_PER_SEC / o->rate;
+}
+
+/* The requests due within warm-up + duration. */
+static uint64_t planned_requests(const struct client *c)
+{
+	const struct opts *o = c->o;
+	uint64_t span_ns, cycle_ns, tail;
+
+	if (!o->on_ms)
+		return (uint64_t)((o->warmup + o->duration) * (double)o->rate);
+	span_ns = (uint64_t)((o->warmup + o->duration) * NSEC_PER_SEC + 0.5);
+	cycle_ns = (uint64_t)(o->on_ms + o->off_ms) * NSEC_PER_MSEC;
+	tail = span_ns % cycle_ns * o->rate / NSEC_PER_SEC;
+	return span_ns / cycle_ns * c->burst + (tail < c->burst ? tail : c->burst);
 }
 
 static int xdp_send_request(struct client *c, const struct rr_payload *pl)
@@ -1623,6 +1655,8 @@ static int client_write_json(const struct client *c, FILE *f, uint64_t grace)
 	json_str(f, "poll", poll_names[o->poll]);
 	json_u64(f, "rate_pps", o->rate);
 	json_u64(f, "delay_us", o->delay_us);
+	json_u64(f, "on_ms", o->on_ms);
+	json_u64(f, "off_ms", o->off_ms);
 	fprintf(f, ",\"duration_s\":%g,\"warmup_s\":%g", o->duration, o->warmup);
 	json_u64(f, "sent", c->sent);
 	json_u64(f, "received", c->received);
@@ -1759,7 +1793,8 @@ static int client_run(const struct opts *o)
 	hist_init(&c->deliver);
 	hist_init(&c->lag);
 	ep_init(&c->ep, o);
-	c->total = (uint64_t)((o->warmup + o->duration) * (double)o->rate);
+	c->burst = o->rate * o->on_ms / 1000 ? o->rate * o->on_ms / 1000 : 1;
+	c->total = planned_requests(c);
 	c->state = calloc(c->total ? c->total : 1, 1);
 	if (!c->state) {
 		pr_errno("calloc(seq state)");
