@@ -113,17 +113,20 @@ def test_a_failed_case_shows_why(tmp_path):
            "        | Check failed 0 < 1 no poll by a kthread\n" in proc.stdout
 
 
-def test_a_test_left_without_budget_fails_as_not_started(tmp_path):
+def test_a_test_left_without_budget_is_skipped_and_named(tmp_path):
     make_run(tmp_path, [("net:a.py", "skip.tap", "clean.dmesg")])
     with open(tmp_path / "vm" / "guest-results.jsonl", "a") as fp:
         fp.write(json.dumps({"test": "net:b.py", "rc": -1, "seconds": 0, "timeout": 10,
-                             "budget": 4000}) + "\n")
-    subprocess.run([sys.executable, os.path.join(WB, "make_test_report.py"),
-                    "--results", str(tmp_path)], capture_output=True, text=True)
+                             "budget": 4000, "left": 7}) + "\n")
+    proc = subprocess.run([sys.executable, os.path.join(WB, "make_test_report.py"),
+                           "--results", str(tmp_path)], capture_output=True, text=True)
     summary = json.loads((tmp_path / "summary.json").read_text())
     second = summary["results"][1]
-    assert second["status"] == "fail"
-    assert second["reason"] == "not started: the selftests' 4000s (MAKE_TEST_BUDGET) were spent"
+    assert second["status"] == "skip"
+    assert second["reason"] == ("not started: its 10s limit exceeded the 7s left of the "
+                                "selftests' 4000s (MAKE_TEST_BUDGET)")
+    assert proc.stdout.splitlines()[-2] == ("1 selftests not started, the host too slow for "
+                                            "MAKE_TEST_BUDGET (skipped): net:b.py")
 
 
 def test_a_timed_out_test_shows_its_blocked_tasks(tmp_path):
