@@ -166,3 +166,22 @@ def test_plan_scales_time_limits_for_the_machine(tmp_path):
         assert (results / "plan").read_text() == f"drivers/net:napi_id.py {listed * scale} igb\n", \
             (accel, kasan, lines)
         assert f"KSFT_MACHINE_SLOW={slow} " in (results / "vm-cmd").read_text(), (accel, kasan)
+
+
+def test_guest_checks_the_budget_only_where_it_binds(tmp_path):
+    """A plan whose limits fit in MAKE_TEST_BUDGET gets no budget in the
+    guest: its check would count the boot against the first test and
+    skip a plan of one entry. A budget smaller than the plan is passed."""
+    for budget, expected in (("5200", "GUEST_BUDGET= "), ("150", "GUEST_BUDGET=30 ")):
+        run = tmp_path / budget
+        make_test(run, {
+            **STATIC_STEPS_PASS,
+            "build.sh": "exit 0",
+            "ksft-install.sh": "exit 0",
+            "vm.sh": 'echo "$3 $4" >"$2/vm-cmd"',
+        }, path_stubs={"qemu-system-x86_64": "echo 'name \"igb\", bus PCI'"},
+            env_extra={"TESTS": "napi_id.py@igb", "SKIP_STATIC": "1", "VM_ACCEL": "kvm",
+                       "MAKE_TEST_BUDGET": budget})
+        vm_cmd = (run / "top" / "build" / "results" / "test" / "vm" / "vm-cmd").read_text()
+        # A second may pass between the start and the budget's reckoning.
+        assert expected in vm_cmd or (budget == "150" and "GUEST_BUDGET=29 " in vm_cmd), vm_cmd
