@@ -30,7 +30,8 @@ EXPECTED = {
     "del-no-disable": [ACME],
     "napi-complete": [FAKEIB, LEGACY],
     "xsk-wakeup-schedule": [ACME],
-    "netpoll-controller": [LEGACY],
+    "netpoll-controller": [LEGACY, ACMEVF],
+    "netpoll-controller-rings": [ACMEVF],
     "page-pool-napi": [FAKEIB, ACME],
     "dev-set-threaded": [THREADER],
     "tx-only-napi": [FAKEIB, ACME],
@@ -83,6 +84,8 @@ def test_sites_name_functions_and_helpers(fixture_audit):
         "legacy_start() -> napi_enable"]
     assert patterns["del-no-disable"]["sites"][ACME] == [
         "drivers/net/ethernet/acme/acme_main.c:74 acme_remove(): tx_napi"]
+    assert patterns["netpoll-controller-rings"]["sites"][ACMEVF] == [
+        "drivers/net/ethernet/acme/acme_vf.c:40 acmevf_netpoll(): acmevf_clean_tx_irq"]
     threader = patterns["outside-rtnl"]["sites"][THREADER]
     assert not any("slot_reset" in site for site in threader)
     assert any("threader_error_detected(): pci-error: napi_disable" in s for s in threader)

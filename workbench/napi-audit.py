@@ -390,6 +390,19 @@ def netpoll_controller(drv):
             for f in drv.funcs.get(name, [])]
 
 
+RING_WORK = re.compile(r"\w*(?:clean|reap|replenish|refill|fill_rx|receive|tx_intr|rx_intr)\w*")
+
+
+def netpoll_controller_rings(drv):
+    """The poll controller does ring work itself rather than leave it to
+    the NAPI poll netpoll runs next, which skips a disabled NAPI."""
+    if not drv.calls(NAPI_ADD | ENABLE_DISABLE):
+        return []
+    return [f.site(call) for name in sorted(drv.refs(r"\.ndo_poll_controller\s*=\s*(\w+)"))
+            for f in drv.funcs.get(name, []) for call in sorted(f.calls)
+            if RING_WORK.fullmatch(call)]
+
+
 def page_pool_napi(drv):
     sites = []
     for f in drv.all_funcs():
@@ -463,6 +476,14 @@ PATTERNS = [
      "NAPI driver setting .ndo_poll_controller (netpoll runs its handler; "
      "every NAPI driver's NAPIs are polled by netpoll anyway)",
      "the assignment may be under an #ifdef that is off"),
+    ("netpoll-controller-rings", netpoll_controller_rings,
+     "the .ndo_poll_controller of a NAPI driver calls ring work itself "
+     "(a function named *clean*, *reap*, *replenish*, *refill*, *fill_rx*, "
+     "*receive*, *tx_intr*, *rx_intr*): netpoll may call it between the "
+     "driver's own down and up, on rings it freed",
+     "by name and direct calls only: IRQ handlers so named that only "
+     "schedule the NAPI count (i40e's *msix_clean_rings*, pasemi's *_intr), "
+     "ring work inside the IRQ handler a controller calls does not"),
     ("page-pool-napi", page_pool_napi,
      "page_pool bound to a NAPI: .napi set in a struct page_pool_params",
      "designated initializer or assignment to a page_pool_params variable "
