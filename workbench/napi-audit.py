@@ -383,11 +383,16 @@ def xsk_wakeup_schedule(drv):
     return sites
 
 
-def netpoll_controller(drv):
+def poll_controllers(drv):
+    """The functions a NAPI driver sets as .ndo_poll_controller."""
     if not drv.calls(NAPI_ADD | ENABLE_DISABLE):
         return []
-    return [f.site() for name in drv.refs(r"\.ndo_poll_controller\s*=\s*(\w+)")
+    return [f for name in sorted(drv.refs(r"\.ndo_poll_controller\s*=\s*(\w+)"))
             for f in drv.funcs.get(name, [])]
+
+
+def netpoll_controller(drv):
+    return [f.site() for f in poll_controllers(drv)]
 
 
 RING_WORK = re.compile(r"\w*(?:clean|reap|replenish|refill|fill_rx|receive|tx_intr|rx_intr)\w*")
@@ -396,10 +401,7 @@ RING_WORK = re.compile(r"\w*(?:clean|reap|replenish|refill|fill_rx|receive|tx_in
 def netpoll_controller_rings(drv):
     """The poll controller does ring work itself rather than leave it to
     the NAPI poll netpoll runs next, which skips a disabled NAPI."""
-    if not drv.calls(NAPI_ADD | ENABLE_DISABLE):
-        return []
-    return [f.site(call) for name in sorted(drv.refs(r"\.ndo_poll_controller\s*=\s*(\w+)"))
-            for f in drv.funcs.get(name, []) for call in sorted(f.calls)
+    return [f.site(call) for f in poll_controllers(drv) for call in sorted(f.calls)
             if RING_WORK.fullmatch(call)]
 
 
