@@ -36,7 +36,8 @@ elif args[0] == "-n" and args[2:] == ["-d", "-o", "link", "show"]:
 # What the kselftest runner was given, one JSON line per run.
 RUNNER_STUB = r'''#!/bin/bash
 python3 -c 'import json, os, sys
-keys = ("NETIF", "LOCAL_V4", "REMOTE_V4", "REMOTE_TYPE", "REMOTE_ARGS", "CASES")
+keys = ("NETIF", "LOCAL_V4", "REMOTE_V4", "LOCAL_V6", "REMOTE_V6", "REMOTE_TYPE", "REMOTE_ARGS",
+        "CASES")
 print(json.dumps({"args": sys.argv[1:], **{k: os.environ.get(k) for k in keys}}))' "$@" \
 	>>"$FAKE_VM/runs.jsonl"
 echo "ok 1 selftests: $4"
@@ -44,7 +45,9 @@ echo "ok 1 selftests: $4"
 
 NICS = {"eth0": ("igb", "52:54:00:00:00:02"),
         "eth1": ("igb", "52:54:00:00:00:01"),
-        "eth2": ("virtio_net", "52:54:00:00:00:03")}
+        "eth2": ("virtio_net", "52:54:00:00:00:03"),
+        "eth3": ("pcnet32", "52:54:00:00:00:05"),
+        "eth4": ("pcnet32", "52:54:00:00:00:04")}
 
 
 def guest_run(tmp_path, plan, **extra_env):
@@ -55,7 +58,7 @@ def guest_run(tmp_path, plan, **extra_env):
         (sysfs / nic / "device").mkdir(parents=True)
         (sysfs / nic / "address").write_text(mac + "\n")
         (sysfs / nic / "device" / "driver").symlink_to(f"/bus/pci/drivers/{driver}")
-    stubs = {"ip": IP_STUB, "ping": "exit 0", "udevadm": "exit 0", "mountpoint": "exit 0",
+    stubs = {"ip": IP_STUB, "ping": "exit 0", "sysctl": 'echo "$@" >>"$FAKE_VM/sysctl.log"', "udevadm": "exit 0", "mountpoint": "exit 0",
              "mount": "exit 0", "ln": "exit 0", "dmesg": "exit 0"}
     for name, body in stubs.items():
         (bindir / name).write_text(body if body.startswith("#!") else f"#!/bin/sh\n{body}\n")
@@ -63,7 +66,7 @@ def guest_run(tmp_path, plan, **extra_env):
     (ksft / "run_kselftest.sh").write_text(RUNNER_STUB)
     (ksft / "run_kselftest.sh").chmod(0o755)
     (out / "plan").write_text("".join(line + "\n" for line in plan))
-    env = {k: v for k, v in os.environ.items() if k not in ("NETIF", "REMOTE_V4", "LOCAL_V4")}
+    env = {k: v for k, v in os.environ.items() if k not in ("NETIF", "REMOTE_V4", "LOCAL_V4", "REMOTE_V6", "LOCAL_V6")}
     env.update(PATH=f"{bindir}:{env['PATH']}", FAKE_VM=str(state), SYS_CLASS_NET=str(sysfs),
                SKIP_WHY="this QEMU lacks it", **extra_env)
     subprocess.run(["bash", os.path.join(TOP, "workbench", "guest-run-tests.sh"), str(ksft),
@@ -77,7 +80,7 @@ def test_nic_entry_gets_the_lowest_mac_and_its_peer_in_a_netns(tmp_path):
     state, _, runs = guest_run(tmp_path, ["drivers/net:napi_id.py 60 igb"])
     assert runs == [{"args": ["-o", "60", "-t", "drivers/net:napi_id.py"],
                      "NETIF": "eth1", "LOCAL_V4": "203.0.113.1", "REMOTE_V4": "203.0.113.2",
-                     "REMOTE_TYPE": "netns", "REMOTE_ARGS": "igb-peers", "CASES": None}]
+                     "LOCAL_V6": None, "REMOTE_V6": None, "REMOTE_TYPE": "netns", "REMOTE_ARGS": "igb-peers", "CASES": None}]
     # The other igb is parked up and silent; the virtio NIC stays.
     assert sorted(os.listdir(state / "netns" / "igb-peers")) == ["eth0"]
     log = (state / "ip.log").read_text().splitlines()
@@ -86,6 +89,20 @@ def test_nic_entry_gets_the_lowest_mac_and_its_peer_in_a_netns(tmp_path):
                      "-n igb-peers addr replace 203.0.113.2/24 dev eth0",
                      "addr replace 203.0.113.1/24 dev eth1"):
         assert expected in log, log
+
+
+def test_pcnet_pair_talks_ipv6_kept_over_a_link_cycle(tmp_path):
+    # QEMU's pcnet sends ARP unpadded and pcnet32 drops it as a runt.
+    state, _, runs = guest_run(tmp_path, ["drivers/net:napi_id.py 60 pcnet"])
+    assert [(r["NETIF"], r["LOCAL_V4"], r["REMOTE_V4"], r["LOCAL_V6"], r["REMOTE_V6"])
+            for r in runs] == [("eth4", None, None, "2001:db8:6::1", "2001:db8:6::2")]
+    log = (state / "ip.log").read_text().splitlines()
+    for expected in ("-n pcnet32-peers addr replace 2001:db8:6::2/64 dev eth3 nodad",
+                     "addr replace 2001:db8:6::1/64 dev eth4 nodad",
+                     "netns exec pcnet32-peers sysctl -qw net.ipv6.conf.eth3.disable_ipv6=0 "
+                     "net.ipv6.conf.eth3.keep_addr_on_down=1"):
+        assert expected in log, log
+    assert (state / "sysctl.log").read_text() == "-qw net.ipv6.conf.eth4.keep_addr_on_down=1\n"
 
 
 def test_missing_nic_skips_loudly_and_netdevsim_gets_no_netif(tmp_path):
@@ -98,7 +115,8 @@ def test_missing_nic_skips_loudly_and_netdevsim_gets_no_netif(tmp_path):
     assert [(r["test"], r["rc"]) for r in results] == [
         ("drivers/net:napi_id.py@e1000e", 4), ("net:napi_config.py", 0)]
     assert runs == [{"args": ["-o", "120", "-t", "net:napi_config.py"], "NETIF": None,
-                     "LOCAL_V4": None, "REMOTE_V4": None, "REMOTE_TYPE": None,
+                     "LOCAL_V4": None, "REMOTE_V4": None, "LOCAL_V6": None, "REMOTE_V6": None,
+                     "REMOTE_TYPE": None,
                      "REMOTE_ARGS": None, "CASES": None}]
     assert (out / "guest-finished").read_text() == "done\n"
 
