@@ -43,6 +43,9 @@ print(json.dumps({"args": sys.argv[1:], **{k: os.environ.get(k) for k in keys}})
 echo "ok 1 selftests: $4"
 '''
 
+# What guest-run-tests.sh exports for a NIC entry, unset for the others.
+ENDPOINT_VARS = ("NETIF", "LOCAL_V4", "REMOTE_V4", "LOCAL_V6", "REMOTE_V6")
+
 NICS = {"eth0": ("igb", "52:54:00:00:00:02"),
         "eth1": ("igb", "52:54:00:00:00:01"),
         "eth2": ("virtio_net", "52:54:00:00:00:03"),
@@ -58,15 +61,16 @@ def guest_run(tmp_path, plan, **extra_env):
         (sysfs / nic / "device").mkdir(parents=True)
         (sysfs / nic / "address").write_text(mac + "\n")
         (sysfs / nic / "device" / "driver").symlink_to(f"/bus/pci/drivers/{driver}")
-    stubs = {"ip": IP_STUB, "ping": "exit 0", "sysctl": 'echo "$@" >>"$FAKE_VM/sysctl.log"', "udevadm": "exit 0", "mountpoint": "exit 0",
-             "mount": "exit 0", "ln": "exit 0", "dmesg": "exit 0"}
+    stubs = {"ip": IP_STUB, "ping": "exit 0", "sysctl": 'echo "$@" >>"$FAKE_VM/sysctl.log"',
+             "udevadm": "exit 0", "mountpoint": "exit 0", "mount": "exit 0", "ln": "exit 0",
+             "dmesg": "exit 0"}
     for name, body in stubs.items():
         (bindir / name).write_text(body if body.startswith("#!") else f"#!/bin/sh\n{body}\n")
         (bindir / name).chmod(0o755)
     (ksft / "run_kselftest.sh").write_text(RUNNER_STUB)
     (ksft / "run_kselftest.sh").chmod(0o755)
     (out / "plan").write_text("".join(line + "\n" for line in plan))
-    env = {k: v for k, v in os.environ.items() if k not in ("NETIF", "REMOTE_V4", "LOCAL_V4", "REMOTE_V6", "LOCAL_V6")}
+    env = {k: v for k, v in os.environ.items() if k not in ENDPOINT_VARS}
     env.update(PATH=f"{bindir}:{env['PATH']}", FAKE_VM=str(state), SYS_CLASS_NET=str(sysfs),
                SKIP_WHY="this QEMU lacks it", **extra_env)
     subprocess.run(["bash", os.path.join(TOP, "workbench", "guest-run-tests.sh"), str(ksft),
@@ -80,7 +84,8 @@ def test_nic_entry_gets_the_lowest_mac_and_its_peer_in_a_netns(tmp_path):
     state, _, runs = guest_run(tmp_path, ["drivers/net:napi_id.py 60 igb"])
     assert runs == [{"args": ["-o", "60", "-t", "drivers/net:napi_id.py"],
                      "NETIF": "eth1", "LOCAL_V4": "203.0.113.1", "REMOTE_V4": "203.0.113.2",
-                     "LOCAL_V6": None, "REMOTE_V6": None, "REMOTE_TYPE": "netns", "REMOTE_ARGS": "igb-peers", "CASES": None}]
+                     "LOCAL_V6": None, "REMOTE_V6": None, "REMOTE_TYPE": "netns",
+                     "REMOTE_ARGS": "igb-peers", "CASES": None}]
     # The other igb is parked up and silent; the virtio NIC stays.
     assert sorted(os.listdir(state / "netns" / "igb-peers")) == ["eth0"]
     log = (state / "ip.log").read_text().splitlines()
