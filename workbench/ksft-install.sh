@@ -52,6 +52,7 @@ done
 # drivers/net tests, on that collection's library, next to the tools.
 install -m 0755 "$TOP"/tests/vm/*.py "$TOP/tools/napictl" "$TOP/tools/napi-irq-suspend.bt" \
 	"$dest/drivers/net/"
+install -m 0644 "$TOP/tools/napictl.d/99-napictl.rules" "$dest/drivers/net/"
 cp -a "$sel/run_kselftest.sh" "$dest/"
 mkdir -p "$dest/kselftest"
 cp -a "$sel/kselftest/runner.sh" "$sel/kselftest/prefix.pl" "$sel/kselftest/ktap_helpers.sh" "$dest/kselftest/"
