@@ -53,7 +53,7 @@ NICS = {"eth0": ("igb", "52:54:00:00:00:02"),
         "eth4": ("pcnet32", "52:54:00:00:00:04")}
 
 
-def guest_run(tmp_path, plan, **extra_env):
+def guest_run(tmp_path, plan, runner=RUNNER_STUB, **extra_env):
     state, sysfs, ksft, out, bindir = (tmp_path / d for d in ("vm", "sys", "ksft", "out", "bin"))
     for d in (state, sysfs, ksft, out, bindir):
         d.mkdir()
@@ -67,7 +67,7 @@ def guest_run(tmp_path, plan, **extra_env):
     for name, body in stubs.items():
         (bindir / name).write_text(body if body.startswith("#!") else f"#!/bin/sh\n{body}\n")
         (bindir / name).chmod(0o755)
-    (ksft / "run_kselftest.sh").write_text(RUNNER_STUB)
+    (ksft / "run_kselftest.sh").write_text(runner)
     (ksft / "run_kselftest.sh").chmod(0o755)
     (out / "plan").write_text("".join(line + "\n" for line in plan))
     env = {k: v for k, v in os.environ.items() if k not in ENDPOINT_VARS}
@@ -143,3 +143,35 @@ def test_an_entry_sets_its_environment_unless_make_test_does(tmp_path):
     (tmp_path / "given").mkdir()
     _, _, runs = guest_run(tmp_path / "given", ["net:a.py 60 netdevsim CASES=x,y"], CASES="all")
     assert runs[0]["CASES"] == "all"
+
+
+# Fails once the way mainline's nsim.py does when udevd drops its control
+# connection, or, with ALWAYS set, every time.
+UDEVD_FLAKE_STUB = RUNNER_STUB.replace('echo "ok 1 selftests: $4"', '''
+if [ -n "${ALWAYS:-}" ] || [ ! -e "$FAKE_VM/failed-once" ]; then
+	touch "$FAKE_VM/failed-once"
+	echo "# Exception| STDERR: b'Failed to wait for daemon to reply: Broken pipe'"
+	echo "not ok 1 selftests: $4"
+	exit 1
+fi
+echo "ok 1 selftests: $4"''')
+
+
+def test_udevd_control_reset_reruns_the_entry_once_and_says_so(tmp_path):
+    _, out, runs = guest_run(tmp_path, ["net:nl_netdev.py 60", "net:b.py 60"],
+                             runner=UDEVD_FLAKE_STUB)
+    assert [r["args"][-1] for r in runs] == ["net:nl_netdev.py", "net:nl_netdev.py", "net:b.py"]
+    results = [json.loads(line) for line in (out / "guest-results.jsonl").read_text().splitlines()]
+    assert [(r["test"], r["rc"], r.get("retried")) for r in results] == [
+        ("net:nl_netdev.py", 0, "udevd closed its control connection"), ("net:b.py", 0, None)]
+    assert "not ok 1" in (out / "tests" / "net_nl_netdev.py.try1.tap").read_text()
+    assert "ok 1 selftests" in (out / "tests" / "net_nl_netdev.py.tap").read_text()
+
+
+def test_a_second_udevd_failure_stays_a_failure(tmp_path):
+    _, out, runs = guest_run(tmp_path, ["net:nl_netdev.py 60"], runner=UDEVD_FLAKE_STUB,
+                             ALWAYS="1")
+    assert len(runs) == 2
+    results = [json.loads(line) for line in (out / "guest-results.jsonl").read_text().splitlines()]
+    assert [(r["rc"], r.get("retried")) for r in results] == [
+        (1, "udevd closed its control connection")]

@@ -161,3 +161,21 @@ def test_an_entry_with_settings_keeps_its_name(tmp_path):
     proc, res = make_run(tmp_path, [("drivers/net:a.py@igb", "skip.tap", "clean.dmesg")],
                          plan="drivers/net:a.py 10 igb CASES=x,y\n")
     assert list(res) == ["drivers/net:a.py@igb"]
+
+
+def test_a_retried_entry_says_it_ran_twice(tmp_path):
+    vm = tmp_path / "vm" / "tests"
+    vm.mkdir(parents=True)
+    (vm / "net_a.py.tap").write_text("TAP version 13\n1..1\nok 1 selftests: net: a.py\n")
+    (vm / "net_a.py.dmesg").write_text(open(os.path.join(FIX, "clean.dmesg")).read())
+    (tmp_path / "vm" / "guest-results.jsonl").write_text(json.dumps(
+        {"test": "net:a.py", "rc": 0, "seconds": 1.0, "timeout": 10,
+         "retried": "udevd closed its control connection"}) + "\n")
+    (tmp_path / "vm" / "plan").write_text("net:a.py 10\n")
+    proc = subprocess.run([sys.executable, os.path.join(WB, "make_test_report.py"), "--results",
+                           str(tmp_path)], capture_output=True, text=True)
+    res = json.loads((tmp_path / "summary.json").read_text())["results"][0]
+    assert res["status"] == "pass", proc.stdout
+    assert res["reason"] == ("second run: the first failed because udevd closed its control"
+                             " connection (output in net_a.py.try1.tap)")
+    assert "second run" in proc.stdout

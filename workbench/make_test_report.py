@@ -182,6 +182,12 @@ def vm_results(vmdir, tree=None, known=None):
             res["status"] = "fail"
             res["reason"] = "kernel log missing, splat scan impossible"
             continue
+        if guest[name].get("retried"):
+            # Said, not hidden: the entry ran twice, this is the second run.
+            res["retried"] = True
+            res["reason"] = "; ".join(filter(None, [
+                res["reason"], f"second run: the first failed because {guest[name]['retried']}"
+                f" (output in {os.path.basename(base)}.try1.tap)"]))
         res["splats"] = splat.scan(read(base + ".dmesg"))
         blame(tree, res["splats"])
         apply_known_failures(res, known or {})
@@ -240,7 +246,7 @@ def main():
         secs = f" ({r['seconds']:.0f}s)" if r.get("seconds") is not None else ""
         ncases = len(r.get("cases", []))
         cases = f" [{ncases} cases]" if ncases else ""
-        shown = r.get("reason") and r["status"] != "pass"
+        shown = r.get("reason") and (r["status"] != "pass" or r.get("retried"))
         reason = f" - {r['reason']}" if shown else ""
         print(f"{r['status'].upper():5} {r['name']}{cases}{secs}{reason}")
         for c in r.get("cases", []):
