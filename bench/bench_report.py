@@ -37,7 +37,8 @@ TCG_NOTE = ("Under TCG (emulation): absolute times are not comparable with hardw
 # Per-exchange SUT counts (bench/benchlib.py window_counts()).
 SUT_KEYS = ("rx_polls_softirq", "rx_polls_kthread", "rx_polls_app", "kthread_packets",
             "rx_irqs", "tx_irqs", "rxtx_irqs", "net_rx_softirqs_sut_cpus", "suspend_events",
-            "suspensions", "suspended_frac", "softirq_polls_suspended", "kthread_cpu_pct")
+            "suspensions", "suspended_frac", "softirq_polls_suspended", "kthread_cpu_pct",
+            "rx_rearms", "rx_rearms_suspended")
 SYSTEM_KEYS = ("net_rx_softirqs", "ctx_switches")
 # Modes that cannot engage on a device/transport: no ratio, but why.
 CANNOT_ENGAGE = {("netdevsim", "xdp", m): "netdevsim's generic XDP gives AF_XDP no NAPI ID "
@@ -431,14 +432,15 @@ def rr_count_table(device, transport, workloads, modes, agg, lines):
                  "medians. SUT: the SUT device's RX polls that did work by context "
                  "(softirq / NAPI kthread / application busy poll), packets the kthread "
                  "polled, the NAPI kthreads' CPU time (% of one CPU over the window), "
-                 "the SUT device's RX and TX interrupts, NET_RX softirqs on the SUT's "
+                 "the SUT device's RX and TX interrupts, its RX re-arms (napi_complete_done() "
+                 "returned true: the driver re-enables its IRQ), NET_RX softirqs on the SUT's "
                  "CPUs, IRQ suspend events and the share of the window suspended. "
                  "System-wide (secondary: peer and kworkers included): NET_RX softirqs, "
                  "context switches, CPU busy % per CPU\n")
     lines.append("| workload | mode | n | SUT polls sirq/kthr/app | SUT kthr pkts | "
-                 "SUT kthr CPU% | SUT RX irq | SUT TX irq | SUT NET_RX | SUT susp ev | "
-                 "SUT susp % | sys softirq | sys ctxsw | sys CPU% |")
-    lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+                 "SUT kthr CPU% | SUT RX irq | SUT RX re-arm | SUT TX irq | SUT NET_RX | "
+                 "SUT susp ev | SUT susp % | sys softirq | sys ctxsw | sys CPU% |")
+    lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     reasons = {}
     for rate, delay in workloads:
         for m in modes:
@@ -459,7 +461,7 @@ def sut_columns(c):
     rx = fmt(irq_rx, 3) if s["rxtx_irqs"] is None else f"rx+tx {fmt(s['rxtx_irqs'], 3)}"
     frac = s["suspended_frac"]
     return [polls, fmt(s["kthread_packets"], 3), fmt(s.get("kthread_cpu_pct"), 0), rx,
-            fmt(s["tx_irqs"], 3),
+            fmt(s.get("rx_rearms"), 3), fmt(s["tx_irqs"], 3),
             fmt(s["net_rx_softirqs_sut_cpus"], 3), fmt(s["suspend_events"], 3),
             fmt(frac * 100 if frac is not None else None, 0)]
 
@@ -822,16 +824,19 @@ def mc_tables(run, agg, lines, summary):
         lines.append(f"\n### memcached on {device} ({run['label']} kernel): medians; "
                      "latency in us; cpu = server core busy % in the window (system-wide "
                      "view of that core), mc us/q = memcached's own CPU time per query; per "
-                     "query over the measured window: SUT device RX interrupts, SUT RX polls "
+                     "query over the measured window: SUT device RX interrupts and RX "
+                     "re-arms (napi_complete_done() true), SUT RX polls "
                      "with work from softirq / the application, IRQ suspend events, share of "
                      "the window suspended, softirq RX polls while suspended (count); "
                      "system-wide (secondary) NET_RX softirqs and context switches\n")
         if is_tcg(run):
             lines.append(f"{TCG_NOTE}\n")
         lines.append("| testcase | load | n | qps | avglat | 95%lat | 99%lat (spread) | cpu | "
-                     "mc us/q | SUT RX irq/q | SUT polls sirq/app | SUT susp ev/q | SUT susp % | "
-                     "sirq polls in susp | sys softirq/q | sys ctxsw/q | errors | sat |")
-        lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+                     "mc us/q | SUT RX irq/q | SUT RX re-arm/q | SUT polls sirq/app | "
+                     "SUT susp ev/q | SUT susp % | sirq polls in susp | re-arms in susp | "
+                     "sys softirq/q | sys ctxsw/q | errors | sat |")
+        lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+                     "---|---|")
         reasons = {}
         for load in loads:
             for (d, cell_load, variant), a in sorted(agg.items(),
@@ -847,10 +852,12 @@ def mc_tables(run, agg, lines, summary):
                     f"{fmt(a['avg'], 0)} | {fmt(a['p95'], 0)} | {fmt(a['p99'], 0)} "
                     f"({fmt(a['p99_spread'][0], 0)}..{fmt(a['p99_spread'][1], 0)}) | "
                     f"{fmt(a['cpu'], 0)} | {fmt(a['cpu_us_per_query'], 0)} | {rx} | "
+                    f"{fmt(s.get('rx_rearms'), 3)} | "
                     f"{fmt(s['rx_polls_softirq'], 3)}/{fmt(s['rx_polls_app'], 3)} | "
                     f"{fmt(s['suspend_events'], 3)} | "
                     f"{fmt(frac * 100 if frac is not None else None, 0)} | "
                     f"{fmt(s['softirq_polls_suspended'], 0)} | "
+                    f"{fmt(s.get('rx_rearms_suspended'), 0)} | "
                     f"{fmt(y['net_rx_softirqs'], 3)} | {fmt(y['ctx_switches'], 2)} | "
                     f"{a['errors']}/{a['sent']} | {'yes' if a['saturated'] else 'no'} |")
                 reasons.update(a["not_measured"])
@@ -1011,6 +1018,14 @@ def goal_row(goal, device, where, checks, broken=()):
             "figures": "; ".join(text for _, text in checks)}
 
 
+REARMS_LABEL = "SUT RX re-arms (napi_complete_done() true) per request"
+
+
+def rearms_measured(a):
+    values = sut_values(a, "rx_rearms")
+    return bool(values) and None not in values
+
+
 def irq_check(device, label, values, limit, why):
     if device in NO_IRQS:
         return "n/a", f"{label}: n/a ({NO_IRQS[device]})"
@@ -1020,8 +1035,10 @@ def irq_check(device, label, values, limit, why):
 def goal_threaded(device, rr_agg):
     """Threaded busy poll at the device's lowest rate, in every
     repetition: SUT RX polls with work from softirq or the application
-    ≤ 0.02 per request, SUT RX IRQs ≤ 0.02 per request, packets polled by
-    the kthread = requests ± 1 %, nothing lost. One row per transport."""
+    ≤ 0.02 per request, SUT RX re-arms ≤ 0.02 per request, SUT RX IRQs
+    ≤ 0.02 per request (not on a device whose IRQs cannot show it, where
+    the re-arms were measured), packets polled by the kthread = requests
+    ± 1 %, nothing lost. One row per transport."""
     cells = {k: a for k, a in rr_agg.items() if k[0] == device and k[4] == "threaded-busy"}
     if not cells:
         return [goal_row(GOAL_THREADED, device, "-", [(
@@ -1035,8 +1052,15 @@ def goal_threaded(device, rr_agg):
             check("SUT RX polls with work from softirq+app per request",
                   sut_values(a, "rx_polls_softirq", "rx_polls_app"), lambda v: v <= 0.02,
                   "≤ 0.02", why.get("polls")),
-            irq_check(device, "SUT RX IRQs per request", sut_values(a, "rx_irqs"), 0.02,
-                      why.get("irqs")),
+            # What the kernel controls, on every device; its IRQs too
+            # where the device shows them.
+            check(REARMS_LABEL, sut_values(a, "rx_rearms"), lambda v: v <= 0.02, "≤ 0.02",
+                  why.get("rearms")),
+        ]
+        if device not in NO_IRQS or not rearms_measured(a):
+            checks.append(irq_check(device, "SUT RX IRQs per request", sut_values(a, "rx_irqs"),
+                                    0.02, why.get("irqs")))
+        checks += [
             check("packets polled by the kthread per request", sut_values(a, "kthread_packets"),
                   lambda v: abs(v - 1) <= 0.01, "1 ± 0.01", why.get("polls")),
             check("lost", [r["lost"] if r["sent"] else None for r in sane], lambda v: v == 0,
@@ -1107,7 +1131,9 @@ def goal_suspension(device, mc_agg):
                         shown=f"{span(frac, 1)} %"),
                   check("softirq RX polls while suspended",
                         sut_values(a, "softirq_polls_suspended"), lambda v: v == 0, "0", why,
-                        nd=0)]
+                        nd=0),
+                  check("SUT RX re-arms while suspended", sut_values(a, "rx_rearms_suspended"),
+                        lambda v: v == 0, "0", a["not_measured"].get("rearms"), nd=0)]
         timeout = a.get("irq_suspend_ms")
         rows.append(goal_row(GOAL_SUSPEND, device,
                              f"{variant} at load {load}"

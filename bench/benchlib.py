@@ -238,6 +238,9 @@ class VirtioPair(Pair):
         self.nics = nics[:2]
         for dev, ns in zip(self.nics, (NS_SUT, NS_PEER)):
             if ns == NS_SUT:
+                # Up first: igb requests its vectors at open, virtio_net at
+                # probe. Their names stay when it goes down into the netns.
+                sh("ip", "link", "set", "dev", dev, "up")
                 self._find_irqs(dev)
             sh("ip", "netns", "add", ns)
             sh("ip", "link", "set", "dev", dev, "netns", ns)
@@ -624,6 +627,9 @@ def window_counts(before, after, exchanges, sut_cpus, events=None, kthread_pids=
     else:
         sut.update(poll_counts(events["polls"], exchanges, kthread_pids))
         sut.update(suspension_counts(events, exchanges))
+        sut.update(rearm_counts(events, exchanges))
+        if events.get("rearms") is None:
+            not_measured.setdefault("rearms", "no re-arm probe")
     return {
         "window_s": round(after["time"] - before["time"], 3),
         "exchanges": exchanges,
@@ -663,41 +669,71 @@ def poll_counts(polls, exchanges, kthread_pids):
     return out
 
 
+def rearm_counts(events, exchanges):
+    """RX re-arms (the driver re-enables its RX vector after
+    napi_complete_done() returned true) per exchange, and those inside a
+    suspension (there should be none): what the kernel controls, where
+    an emulated NIC's interrupt count shows the model's behaviour."""
+    rearms = events.get("rearms")
+    if rearms is None:
+        return {"rx_rearms": None, "rx_rearms_suspended": None}
+    suspended = suspended_intervals(events)
+    return {"rx_rearms": per(len(rearms), exchanges),
+            "rx_rearms_suspended": sum(1 for ts in rearms
+                                       if any(a <= ts <= b for a, b in suspended))}
+
+
+def suspended_intervals(events):
+    """The window's suspended intervals, clipped to it, from the whole
+    buffer's suspend and resume events."""
+    t0, t1 = events["window"]
+    suspended_since, intervals = None, []
+    for ts, kind, _ in events["irq"]:
+        if kind == "suspend":
+            if suspended_since is None:
+                suspended_since = ts
+        elif suspended_since is not None:
+            intervals.append((suspended_since, ts))
+            suspended_since = None
+    if suspended_since is not None:
+        intervals.append((suspended_since, t1))
+    return [(max(a, t0), min(b, t1)) for a, b in intervals if b > t0 and a < t1]
+
+
 def suspension_counts(events, exchanges):
     """IRQ suspension in the window from the series' tracepoints: suspend
     events (extensions included) per exchange, suspensions started,
     resumes by reason, the fraction of the window suspended, and the
     softirq RX polls that ran while suspended (there should be none)."""
     t0, t1 = events["window"]
-    suspended_since = None      # the buffer starts with no suspension
-    intervals, resumes = [], {}
+    suspended = False           # the buffer starts with no suspension
+    resumes = {}
     suspend_events = started = 0
     for ts, kind, reason in events["irq"]:
         if kind == "suspend":
             if t0 <= ts <= t1:
                 suspend_events += 1
-                started += suspended_since is None
-            if suspended_since is None:
-                suspended_since = ts
-        elif suspended_since is not None:
+                started += not suspended
+            suspended = True
+        elif suspended:
             if t0 <= ts <= t1:
                 resumes[reason] = resumes.get(reason, 0) + 1
-            intervals.append((suspended_since, ts))
-            suspended_since = None
-    if suspended_since is not None:
-        intervals.append((suspended_since, t1))
-    clipped = [(max(a, t0), min(b, t1)) for a, b in intervals if b > t0 and a < t1]
-    suspended = sum(b - a for a, b in clipped)
+            suspended = False
+    clipped = suspended_intervals(events)
     return {
         "suspend_events": per(suspend_events, exchanges),
         "suspensions": started,
         "resumes": resumes,
-        "suspended_frac": round(suspended / (t1 - t0), 4) if t1 > t0 else None,
+        "suspended_frac": round(sum(b - a for a, b in clipped) / (t1 - t0), 4)
+        if t1 > t0 else None,
         "softirq_polls_suspended": sum(
             1 for p in events["polls"]
             if p["softirq"] and any(a <= p["ts"] <= b for a, b in clipped)),
     }
 
+
+# Kprobe group and event of TraceProbes' re-arm return probe.
+REARM_EVENT = ("napi_bench", "napi_rearm")
 
 # One line of tracefs' "trace" file: comm-pid, [cpu], the context flags
 # (irqs-off, need-resched, hardirq/softirq, ...), timestamp, event, fields.
@@ -706,10 +742,14 @@ TRACE_LINE = re.compile(r"^\s*(.*)-(\d+)\s+\[\d+\]\s+(\S+)\s+(\d+\.\d+):\s+(\w+)
 
 def parse_trace(lines, t0, t1):
     """The window's events out of tracefs' trace text: the RX polls with
-    work inside [T0, T1] ({ts, pid, comm, softirq, work}) and the IRQ
+    work inside [T0, T1] ({ts, pid, comm, softirq, work}), the IRQ
     suspension events of the whole buffer ((ts, "suspend"|"resume",
-    reason)), which tell the state at T0."""
-    polls, irq = [], []
+    reason)), which tell the state at T0, and the re-arms (REARM_EVENT:
+    napi_complete_done() returned true) of the SUT's RX NAPIs inside the
+    window: those of the NAPIs whose polls did work anywhere in the
+    buffer (the napi_poll events are the SUT device's only; TX-only NAPIs
+    poll with work 0)."""
+    polls, irq, rearms, rx_napis = [], [], [], set()
     for line in lines:
         m = TRACE_LINE.match(line)
         if not m:
@@ -718,6 +758,9 @@ def parse_trace(lines, t0, t1):
         ts = float(ts)
         if event == "napi_poll":
             work = re.search(r"\bwork (\d+)", rest)
+            napi = re.search(r"napi struct (?:0x)?([0-9a-f]+)", rest)
+            if work and napi:
+                rx_napis.add(int(napi.group(1), 16))
             if work and t0 <= ts <= t1:
                 polls.append({"ts": ts, "pid": int(pid), "comm": comm.strip(),
                               # hardirq/softirq column: s softirq, H hardirq in softirq
@@ -726,7 +769,12 @@ def parse_trace(lines, t0, t1):
         elif event in ("napi_irq_suspend", "napi_irq_resume"):
             reason = re.search(r"\breason=(\S+)", rest)
             irq.append((ts, event[len("napi_irq_"):], reason.group(1) if reason else "?"))
-    return {"window": (t0, t1), "polls": polls, "irq": irq}
+        elif event == REARM_EVENT[1]:
+            napi = re.search(r"\bnapi=0x([0-9a-f]+)", rest)
+            if napi and t0 <= ts <= t1:
+                rearms.append((ts, int(napi.group(1), 16)))
+    return {"window": (t0, t1), "polls": polls, "irq": irq,
+            "rearms": [ts for ts, napi in rearms if napi in rx_napis]}
 
 
 class TraceProbes:
@@ -743,6 +791,10 @@ class TraceProbes:
     TRACING = "/sys/kernel/tracing"
     EVENTS = ("napi_poll", "napi_irq_suspend", "napi_irq_resume")
     BUFFER_KB = 8192        # per CPU: a 2 s window of polls at TCG rates fits
+    # The driver re-arms its IRQ exactly when napi_complete_done() returns
+    # true: a return probe with the NAPI (an entry argument, 6.9+).
+    REARM_PROBE = (f"r:{REARM_EVENT[0]}/{REARM_EVENT[1]} napi_complete_done "
+                   "napi=$arg1:x64 done=$retval:u8")
 
     def __init__(self, dev_name):
         self.enabled = []
@@ -770,6 +822,29 @@ class TraceProbes:
             except OSError as exc:
                 what = "polls" if event == "napi_poll" else "suspension"
                 self.notes[what] = f"no tracepoint napi:{event} ({exc.strerror})"
+        self.rearm_probe = self._add_rearm_probe()
+
+    def _add_rearm_probe(self):
+        """The re-arm return probe, matched to the polls' NAPIs by address:
+        pointers in the trace unhashed (hash-ptr off). False, with a note,
+        where the kernel cannot."""
+        group, event = REARM_EVENT
+        try:
+            self._write("options/hash-ptr", "0")
+            self._remove_rearm_probe()      # left by an earlier pair
+            self._append("kprobe_events", self.REARM_PROBE)
+            self._write(f"events/{group}/{event}/filter", "done != 0")
+            self._write(f"events/{group}/{event}/enable", "1")
+            return True
+        except OSError as exc:
+            self.notes["rearms"] = f"no return probe on napi_complete_done ({exc.strerror})"
+            return False
+
+    def _remove_rearm_probe(self):
+        group, event = REARM_EVENT
+        if os.path.exists(self._path(f"events/{group}/{event}")):
+            self._write(f"events/{group}/{event}/enable", "0")
+            self._append("kprobe_events", f"-:{group}/{event}")
 
     def _path(self, name):
         return os.path.join(self.TRACING, name)
@@ -777,6 +852,14 @@ class TraceProbes:
     def _write(self, name, text):
         with open(self._path(name), "w") as f:
             f.write(f"{text}\n")
+
+    def _append(self, name, text):
+        # Not open(..., "a"): Python seeks to the end, which tracefs refuses.
+        fd = os.open(self._path(name), os.O_WRONLY | os.O_APPEND)
+        try:
+            os.write(fd, f"{text}\n".encode())
+        finally:
+            os.close(fd)
 
     def _read(self, name):
         with open(self._path(name)) as f:
@@ -811,9 +894,11 @@ class TraceProbes:
             notes["polls"] = notes["suspension"] = f"trace buffer unreadable: {exc}"
             return None, notes
         if lost:
-            notes["polls"] = notes["suspension"] = \
+            notes["polls"] = notes["suspension"] = notes["rearms"] = \
                 f"trace buffer overran ({lost} events lost): raise buffer_size_kb"
             return None, notes
+        if not self.rearm_probe:
+            events["rearms"] = None
         return events, notes
 
     def close(self):
@@ -825,6 +910,13 @@ class TraceProbes:
             except OSError:
                 pass    # tearing down: the next pair sets its own filter
         self.enabled = []
+        if self.rearm_probe:
+            try:
+                self._remove_rearm_probe()
+                self._write("options/hash-ptr", "1")
+            except OSError:
+                pass    # the next pair removes it first
+            self.rearm_probe = False
 
 
 # --- loss accounting -----------------------------------------------------------

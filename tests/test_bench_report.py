@@ -21,7 +21,8 @@ benchlib = load("benchlib")
 SUT = {"rx_polls_softirq": 1.0, "rx_polls_kthread": 0.0, "rx_polls_app": 0.0,
        "kthread_packets": 0.0, "rx_irqs": 0.5, "tx_irqs": 0.5, "rxtx_irqs": None,
        "net_rx_softirqs_sut_cpus": 1.0, "suspend_events": 0.0, "suspensions": 0,
-       "resumes": {}, "suspended_frac": 0.0, "softirq_polls_suspended": 0}
+       "resumes": {}, "suspended_frac": 0.0, "softirq_polls_suspended": 0,
+       "rx_rearms": 0.5, "rx_rearms_suspended": 0}
 
 
 def counters(**sut):
@@ -205,6 +206,15 @@ def test_window_arithmetic_divides_by_in_window_exchanges():
         "00000000deadbeef for device eth1 work 1 budget 64",
         "      <idle>-0       [001] d.s2.    12.500000: napi_irq_resume: napi_id=8193 "
         "dev=eth1 timeout=20000 reason=timer disabled=0",
+        # Re-arms: before the window, of another NAPI, unsuspended, suspended.
+        "      <idle>-0       [001] ..s1.     9.950000: napi_rearm: (igb_poll+0x1a4/0x2c0 <- "
+        "napi_complete_done) napi=0xdeadbeef done=1",
+        "      <idle>-0       [001] ..s1.    10.700000: napi_rearm: (igb_poll+0x1a4/0x2c0 <- "
+        "napi_complete_done) napi=0xfeed done=1",
+        "      <idle>-0       [001] ..s1.    10.800000: napi_rearm: (igb_poll+0x1a4/0x2c0 <- "
+        "napi_complete_done) napi=0xdeadbeef done=1",
+        "      <idle>-0       [001] ..s1.    11.300000: napi_rearm: (igb_poll+0x1a4/0x2c0 <- "
+        "napi_complete_done) napi=0xdeadbeef done=1",
     ], 10.0, 12.0)
     got = benchlib.window_counts(before, after, 200, ["cpu0", "cpu1"], events, kthread_pids=[77])
     assert got["window_s"] == 2.0 and got["exchanges"] == 200
@@ -222,6 +232,8 @@ def test_window_arithmetic_divides_by_in_window_exchanges():
     assert sut["resumes"] == {"idle": 1}            # the timer resume is after the window
     assert sut["suspended_frac"] == 0.75            # 10.0-10.5 and 11.0-12.0 of 2 s
     assert sut["softirq_polls_suspended"] == 1      # the one at 11.5
+    assert sut["rx_rearms"] == 0.01                 # 10.8, 11.3: the SUT's RX NAPI, in the window
+    assert sut["rx_rearms_suspended"] == 1          # 11.3
     system = got["system"]
     assert system["net_rx_softirqs"] == 20.15       # all CPUs: secondary
     assert system["ctx_switches"] == 2.0
@@ -243,7 +255,7 @@ def test_window_counts_degrade_to_not_measured():
 
 def test_goal_threaded_pass_missed_and_not_measured():
     good = dict(rx_polls_softirq=0.0, rx_polls_app=0.01, rx_polls_kthread=0.9,
-                kthread_packets=1.005, rx_irqs=0.01)
+                kthread_packets=1.005, rx_irqs=0.01, rx_rearms=0.01)
     agg = bench_report.rr_cells([rr_cell("threaded-busy", 100, device="virtio", **good),
                                  rr_cell("threaded-busy", 100, device="virtio", **good)
                                  | {"rate": 6250}])
@@ -257,8 +269,10 @@ def test_goal_threaded_pass_missed_and_not_measured():
     assert "MISSED SUT RX polls with work from softirq+app per request 0.510" in row["figures"]
     assert "MISSED lost 1/100" in row["figures"]
 
-    # netdevsim has no IRQs (n/a, not blocking); polls not traced: not measured.
-    cell = rr_cell("threaded-busy", 100, **dict(good, rx_polls_softirq=None, rx_irqs=None))
+    # netdevsim has no IRQs (n/a where re-arms are not measured either);
+    # polls not traced: not measured.
+    cell = rr_cell("threaded-busy", 100, **dict(good, rx_polls_softirq=None, rx_irqs=None,
+                                                rx_rearms=None))
     cell["counters"]["not_measured"] = {"polls": "no tracepoint napi:napi_poll"}
     [row] = bench_report.goal_threaded("netdevsim", bench_report.rr_cells([cell]))
     assert row["status"] == "not measured"
@@ -317,7 +331,7 @@ def test_goal_features_off_within_two_percent(patched_irqs, status):
 # --- verdicts that cannot lie: each case printed "pass" before -------------
 
 THREADED_OK = dict(rx_polls_softirq=0.0, rx_polls_app=0.01, rx_polls_kthread=0.9,
-                   kthread_packets=1.005, rx_irqs=0.01)
+                   kthread_packets=1.005, rx_irqs=0.01, rx_rearms=0.01)
 
 
 def threaded_goal(cells, device="virtio"):
@@ -368,9 +382,11 @@ def test_goal_judged_on_every_repetition_not_the_median():
 
 @pytest.mark.parametrize("device", ["netdevsim", "igb"])
 def test_goal_with_a_criterion_na_passes_partially(device):
-    row = threaded_goal(threaded_reps(2, device=device, rx_irqs=None), device)
+    points = [mc_point("defer20", 4000, 97, 900, None, device=device),
+              mc_point("suspend20", 4000, 96, 900, None, device=device, **SUSPENDED)]
+    [row] = bench_report.goal_suspension(device, bench_report.mc_points(points))
     assert row["status"] == "partial"
-    assert row["result"].startswith("pass (partial: SUT RX IRQs per request: n/a (")
+    assert row["result"].startswith("pass (partial: SUT RX IRQs per query: n/a (")
     assert bench_report.NO_IRQS[device] in row["result"]
 
 
@@ -711,3 +727,32 @@ def test_on_off_cells_get_their_own_section(tmp_path):
     # The grid's tables keep only the grid's cells.
     grid_part = md.split("### On/off traffic")[0].split("## Runs")[1]
     assert "threaded-busy-adaptive" not in grid_part
+
+
+def test_rearms_judge_threaded_busy_poll_where_irqs_cannot():
+    """igb under QEMU: its RX IRQs are the model's, the re-arms the
+    kernel's; measured, they judge the goal in full, not partially."""
+    row = threaded_goal(threaded_reps(2, device="igb", rx_irqs=0.9, rx_rearms=0.01), "igb")
+    assert row["status"] == "pass", row
+    assert "re-arms" in row["figures"] and "RX IRQs" not in row["figures"]
+    # One repetition re-armed after every packet: unresolved, never a pass.
+    cells = threaded_reps(2, device="igb", rx_rearms=0.01)
+    cells[1]["counters"]["sut"]["rx_rearms"] = 0.9
+    assert threaded_goal(cells, "igb")["status"] == "unresolved"
+    # Re-arms not measured: no pass.
+    cells = threaded_reps(1, device="igb", rx_rearms=None)
+    cells[0]["counters"]["not_measured"] = {"rearms": "no return probe on napi_complete_done"}
+    row = threaded_goal(cells, "igb")
+    assert row["status"] == "not measured"
+    assert "no return probe on napi_complete_done" in row["figures"]
+
+
+def test_goal_suspension_fails_on_a_rearm_while_suspended():
+    ok = [mc_point("defer20", 4000, 97, 900, 1.0),
+          mc_point("suspend20", 4000, 96, 900, 0.08, **SUSPENDED)]
+    assert suspension_goal(ok)["status"] == "pass"
+    rearmed = [ok[0], mc_point("suspend20", 4000, 96, 900, 0.08, rx_rearms_suspended=3,
+                               **SUSPENDED)]
+    row = suspension_goal(rearmed)
+    assert row["status"] == "missed"
+    assert "MISSED SUT RX re-arms while suspended 3 (0)" in row["figures"]
