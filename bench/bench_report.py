@@ -451,6 +451,14 @@ def rr_count_table(device, transport, workloads, modes, agg, lines):
                              + " | ".join(system_columns(c)) + " |")
                 reasons.update(c["not_measured"])
     not_measured_lines(reasons, lines)
+    model_irqs_line(device, lines)
+
+
+def model_irqs_line(device, lines):
+    """Whose figures the IRQ columns are, where not the kernel's."""
+    if device in NO_IRQS and device != "netdevsim":
+        lines.append(f"\nThe IRQ columns are the emulated device's: {NO_IRQS[device]}. "
+                     "The RX re-arm column is the kernel's.\n")
 
 
 def sut_columns(c):
@@ -862,6 +870,7 @@ def mc_tables(run, agg, lines, summary):
                     f"{a['errors']}/{a['sent']} | {'yes' if a['saturated'] else 'no'} |")
                 reasons.update(a["not_measured"])
         not_measured_lines(reasons, lines)
+        model_irqs_line(device, lines)
         mc_findings(device, loads, agg, lines, summary)
 
 

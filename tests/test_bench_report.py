@@ -756,3 +756,13 @@ def test_goal_suspension_fails_on_a_rearm_while_suspended():
     row = suspension_goal(rearmed)
     assert row["status"] == "missed"
     assert "MISSED SUT RX re-arms while suspended 3 (0)" in row["figures"]
+
+
+def test_igb_irq_columns_are_named_the_models():
+    lines = []
+    bench_report.model_irqs_line("igb", lines)
+    assert "emulated device's" in lines[0] and "re-arm column is the kernel's" in lines[0]
+    lines = []
+    bench_report.model_irqs_line("virtio", lines)
+    bench_report.model_irqs_line("netdevsim", lines)
+    assert lines == []
