@@ -290,6 +290,13 @@ def counts_of(cells, group):
     return out
 
 
+def window_flags(cells):
+    """'rep N: why' of the repetitions whose /proc count window and trace
+    window are more than benchlib's WINDOW_TOLERANCE apart."""
+    return [f"rep {c.get('rep', 0)}: {c['counters']['window_mismatch']}" for c in cells
+            if (c.get("counters") or {}).get("window_mismatch")]
+
+
 def not_measured(cells):
     why = {}
     for c in cells:
@@ -368,6 +375,7 @@ def rr_cells(cells):
         a["sut"] = counts_of(ok, "sut")
         a["system"] = counts_of(ok, "system")
         a["not_measured"] = not_measured(ok)
+        a["window_flags"] = window_flags(ok)
         # XDP hook to application, from the XDP metadata stamp.
         for p in ("p50", "p99"):
             a[f"deliver_{p}"] = med([c["client"][f"deliver_{p}_ns"] / 1000 for c in good
@@ -441,7 +449,7 @@ def rr_count_table(device, transport, workloads, modes, agg, lines):
                  "SUT kthr CPU% | SUT RX irq | SUT RX re-arm | SUT TX irq | SUT NET_RX | "
                  "SUT susp ev | SUT susp % | sys softirq | sys ctxsw | sys CPU% |")
     lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-    reasons = {}
+    reasons, flags = {}, []
     for rate, delay in workloads:
         for m in modes:
             c = agg.get((device, transport, rate, delay, m))
@@ -450,8 +458,16 @@ def rr_count_table(device, transport, workloads, modes, agg, lines):
                              + " | ".join(sut_columns(c)) + " | "
                              + " | ".join(system_columns(c)) + " |")
                 reasons.update(c["not_measured"])
+                flags += [f"{rate}+{delay}us {m} {f}" for f in c.get("window_flags", [])]
     not_measured_lines(reasons, lines)
+    window_flag_lines(flags, lines)
     model_irqs_line(device, lines)
+
+
+def window_flag_lines(flags, lines):
+    if flags:
+        lines.append("\nFlagged, count and trace windows apart by more than 0.5 %: "
+                     + "; ".join(flags))
 
 
 def model_irqs_line(device, lines):
@@ -815,6 +831,7 @@ def mc_points(points):
         a["sut"] = counts_of(ok, "sut")
         a["system"] = counts_of(ok, "system")
         a["not_measured"] = not_measured(ok)
+        a["window_flags"] = window_flags(ok)
         a["loss"] = {k: sum((p.get("loss") or {}).get("sut", {}).get(k, 0)
                             for p in ok if isinstance((p.get("loss") or {}).get("sut"), dict))
                      for k in ("rx_drops", "tcp_retrans_segs")}
@@ -845,7 +862,7 @@ def mc_tables(run, agg, lines, summary):
                      "sys softirq/q | sys ctxsw/q | errors | sat |")
         lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
                      "---|---|")
-        reasons = {}
+        reasons, flags = {}, []
         for load in loads:
             for (d, cell_load, variant), a in sorted(agg.items(),
                                                      key=lambda kv: variant_key(kv[0][2])):
@@ -869,7 +886,9 @@ def mc_tables(run, agg, lines, summary):
                     f"{fmt(y['net_rx_softirqs'], 3)} | {fmt(y['ctx_switches'], 2)} | "
                     f"{a['errors']}/{a['sent']} | {'yes' if a['saturated'] else 'no'} |")
                 reasons.update(a["not_measured"])
+                flags += [f"{variant}@{load} {f}" for f in a.get("window_flags", [])]
         not_measured_lines(reasons, lines)
+        window_flag_lines(flags, lines)
         model_irqs_line(device, lines)
         mc_findings(device, loads, agg, lines, summary)
 

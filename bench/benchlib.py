@@ -140,15 +140,21 @@ class Pair:
         self.netns = {NS_SUT: NS_SUT, NS_PEER: NS_PEER}
         self.irq_regex = None    # the SUT device's data vectors (nic_irqs)
         self.irq_note = None     # why it has none
+        self.peer_irq_regex = None   # the peer device's, pinned apart
         self.nics = []
         self._macs = {}
 
     def wrap(self, side, argv):
         return ["ip", "netns", "exec", self.netns[side]] + list(argv)
 
-    def _find_irqs(self, dev):
-        """The SUT device DEV's data vectors, from init_net's view of it."""
-        self.irq_regex = nic_irqs.netif_irq_regex(dev)
+    def _find_irqs(self, dev, side=NS_SUT):
+        """The data vectors of DEV, the SIDE device, from init_net's view of
+        it."""
+        regex = nic_irqs.netif_irq_regex(dev)
+        if side != NS_SUT:
+            self.peer_irq_regex = regex
+            return
+        self.irq_regex = regex
         if self.irq_regex is None:
             self.irq_note = f"no data vectors of {dev} found in /proc/interrupts"
 
@@ -237,11 +243,10 @@ class VirtioPair(Pair):
             raise RuntimeError(f"need two {self.driver} NICs, found {nics}: {self.how}")
         self.nics = nics[:2]
         for dev, ns in zip(self.nics, (NS_SUT, NS_PEER)):
-            if ns == NS_SUT:
-                # Up first: igb requests its vectors at open, virtio_net at
-                # probe. Their names stay when it goes down into the netns.
-                sh("ip", "link", "set", "dev", dev, "up")
-                self._find_irqs(dev)
+            # Up first: igb requests its vectors at open, virtio_net at
+            # probe. Their names stay when it goes down into the netns.
+            sh("ip", "link", "set", "dev", dev, "up")
+            self._find_irqs(dev, ns)
             sh("ip", "netns", "add", ns)
             sh("ip", "link", "set", "dev", dev, "netns", ns)
             self.ifname[ns] = dev
@@ -431,8 +436,12 @@ class Modes:
         self.pids = []
 
     def pin_irqs(self, cpu):
+        """The SUT's vectors on CPU, the peer's on its own CPUs, so that
+        the SUT's CPUs count only the SUT's interrupts and softirqs."""
         for irq in device_irqs(self.pair.irq_regex):
             write(f"/proc/irq/{irq}/smp_affinity_list", cpu)
+        for irq in device_irqs(self.pair.peer_irq_regex):
+            write(f"/proc/irq/{irq}/smp_affinity_list", CPU_PEER)
 
     def reset(self):
         self.state = {}
@@ -1161,7 +1170,29 @@ def measured_counts(run, pair, probes, tool_total, sut_cpus, kthread_pids=()):
     # behind.
     counts["sent_in_window"] = sent
     counts["served_in_window"] = served
+    counts["irq_affinity"] = {**irq_affinity(pair.irq_regex), **irq_affinity(pair.peer_irq_regex)}
+    if counts["window_s"] and abs(counts["trace_window_s"] / counts["window_s"] - 1) > WINDOW_TOLERANCE:
+        counts["window_mismatch"] = (f"/proc counts over {counts['window_s']} s, trace over "
+                                     f"{counts['trace_window_s']} s")
     return counts
+
+
+# The /proc snapshots and the trace cut may cover windows this far apart
+# (relative) before a cell is flagged.
+WINDOW_TOLERANCE = 0.005
+
+
+def irq_affinity(irq_regex):
+    """{vector name: the CPUs it is effectively delivered to} of the
+    device whose vectors IRQ_REGEX names."""
+    found = {}
+    for irq, name, _ in interrupt_lines(irq_regex):
+        try:
+            with open(f"/proc/irq/{irq}/effective_affinity_list") as f:
+                found[name] = f.read().strip()
+        except OSError:
+            found[name] = None
+    return found
 
 
 def machine_info():

@@ -638,7 +638,7 @@ class Probes:
 
 
 class Pair:
-    irq_note = None
+    irq_note = irq_regex = peer_irq_regex = None
 
 
 def fake_tool(start, end):
@@ -766,3 +766,18 @@ def test_igb_irq_columns_are_named_the_models():
     bench_report.model_irqs_line("virtio", lines)
     bench_report.model_irqs_line("netdevsim", lines)
     assert lines == []
+
+
+def test_cells_whose_windows_differ_are_flagged(tmp_path):
+    apart = rr_cell("interrupts", 100, rep=1)
+    apart["counters"]["window_mismatch"] = "/proc counts over 2.0 s, trace over 2.1 s"
+    write_run(str(tmp_path), "run1-patched-full", "patched",
+              rr=[rr_cell("interrupts", 100), apart])
+    _, _, md = report(str(tmp_path))
+    assert ("Flagged, count and trace windows apart by more than 0.5 %: 600+0us interrupts "
+            "rep 1: /proc counts over 2.0 s, trace over 2.1 s") in md
+
+
+def test_window_mismatch_and_affinity_recorded():
+    assert benchlib.WINDOW_TOLERANCE == 0.005
+    assert benchlib.irq_affinity(None) == {}
