@@ -9,6 +9,7 @@ plain interrupt-driven reflector or load generator.
 
 import ctypes
 import glob
+from collections import defaultdict
 import json
 import os
 import re
@@ -438,7 +439,9 @@ class Modes:
     def pin_irqs(self, cpu):
         """The SUT's vectors on CPU, the peer's on its own CPUs, so that
         the SUT's CPUs count only the SUT's interrupts and softirqs."""
-        for irq in device_irqs(self.pair.irq_regex):
+        irqs = device_irqs(self.pair.irq_regex)
+        self.probes.set_irqs(irqs)
+        for irq in irqs:
             write(f"/proc/irq/{irq}/smp_affinity_list", cpu)
         for irq in device_irqs(self.pair.peer_irq_regex):
             write(f"/proc/irq/{irq}/smp_affinity_list", CPU_PEER)
@@ -620,12 +623,20 @@ def window_counts(before, after, exchanges, sut_cpus, events=None, kthread_pids=
         total = a["total"] - b["total"] if b else 0
         cpu[name] = round(100.0 * (a["busy"] - b["busy"]) / total, 1) if total else 0.0
     net_rx = {c: after["net_rx"][c] - before["net_rx"].get(c, 0) for c in after["net_rx"]}
-    sut = {"net_rx_softirqs_sut_cpus": per(sum(net_rx.get(c, 0) for c in sut_cpus), exchanges)}
+    # The SUT's interrupts and NET_RX softirqs from the trace where it
+    # has them (the polls' window), else from the /proc snapshots.
+    traced_irqs = (events or {}).get("irq_counts")
+    traced_net_rx = (events or {}).get("net_rx")
+    sut_net_rx = net_rx if traced_net_rx is None else traced_net_rx
+    sut = {"net_rx_softirqs_sut_cpus": per(sum(sut_net_rx.get(c, 0) for c in sut_cpus),
+                                           exchanges)}
     irqs = {"rx": None, "tx": None, "rxtx": None}
     for name, count in after["irqs"].items():
         way = irq_direction(name)
         if way:
-            irqs[way] = (irqs[way] or 0) + count - before["irqs"].get(name, 0)
+            n = count - before["irqs"].get(name, 0) if traced_irqs is None \
+                else traced_irqs.get(name, 0)
+            irqs[way] = (irqs[way] or 0) + n
     if not after["irqs"]:
         not_measured.setdefault("irqs", "the device has no interrupt lines in /proc/interrupts")
     elif irqs["rxtx"] is not None:
@@ -644,6 +655,8 @@ def window_counts(before, after, exchanges, sut_cpus, events=None, kthread_pids=
     return {
         "window_s": round(after["time"] - before["time"], 3),
         "exchanges": exchanges,
+        "sut_counts_from": {"irqs": "/proc" if traced_irqs is None else "trace",
+                            "net_rx": "/proc" if traced_net_rx is None else "trace"},
         "sut": sut,
         "system": {
             "cpu_busy_pct": cpu,
@@ -748,7 +761,8 @@ REARM_EVENT = ("napi_bench", "napi_rearm")
 
 # One line of tracefs' "trace" file: comm-pid, [cpu], the context flags
 # (irqs-off, need-resched, hardirq/softirq, ...), timestamp, event, fields.
-TRACE_LINE = re.compile(r"^\s*(.*)-(\d+)\s+\[\d+\]\s+(\S+)\s+(\d+\.\d+):\s+(\w+):\s+(.*)$")
+TRACE_LINE = re.compile(r"^\s*(.*)-(\d+)\s+\[(\d+)\]\s+(\S+)\s+(\d+\.\d+):\s+(\w+):\s+(.*)$")
+NET_RX_SOFTIRQ = 3
 
 
 def parse_trace(lines, t0, t1):
@@ -759,14 +773,26 @@ def parse_trace(lines, t0, t1):
     napi_complete_done() returned true) of the SUT's RX NAPIs inside the
     window: those of the NAPIs whose polls did work anywhere in the
     buffer (the napi_poll events are the SUT device's only; TX-only NAPIs
-    poll with work 0)."""
+    poll with work 0). Also, inside the window, the SUT's vectors'
+    interrupts by name (irq_handler_entry) and NET_RX softirqs by CPU
+    (softirq_entry): counted over the same window as the polls."""
     polls, irq, rearms, rx_napis = [], [], [], set()
+    irq_counts, net_rx = defaultdict(int), defaultdict(int)
     for line in lines:
         m = TRACE_LINE.match(line)
         if not m:
             continue
-        comm, pid, flags, ts, event, rest = m.groups()
+        comm, pid, cpu, flags, ts, event, rest = m.groups()
         ts = float(ts)
+        if event == "irq_handler_entry":
+            name = re.search(r"\bname=(\S+)", rest)
+            if name and t0 <= ts <= t1:
+                irq_counts[name.group(1)] += 1
+            continue
+        if event == "softirq_entry":
+            if f"vec={NET_RX_SOFTIRQ} " in f"{rest} " and t0 <= ts <= t1:
+                net_rx[f"cpu{int(cpu)}"] += 1
+            continue
         if event == "napi_poll":
             work = re.search(r"\bwork (\d+)", rest)
             napi = re.search(r"napi struct (?:0x)?([0-9a-f]+)", rest)
@@ -785,7 +811,8 @@ def parse_trace(lines, t0, t1):
             if napi and t0 <= ts <= t1:
                 rearms.append((ts, int(napi.group(1), 16)))
     return {"window": (t0, t1), "polls": polls, "irq": irq,
-            "rearms": [ts for ts, napi in rearms if napi in rx_napis]}
+            "rearms": [ts for ts, napi in rearms if napi in rx_napis],
+            "irq_counts": dict(irq_counts), "net_rx": dict(net_rx)}
 
 
 class TraceProbes:
@@ -834,6 +861,23 @@ class TraceProbes:
                 what = "polls" if event == "napi_poll" else "suspension"
                 self.notes[what] = f"no tracepoint napi:{event} ({exc.strerror})"
         self.rearm_probe = self._add_rearm_probe()
+        # Interrupts and NET_RX softirqs from the trace too: the same
+        # window as the polls (set_irqs() names the vectors).
+        self.counting = []
+        for event, filt in (("irq_handler_entry", "irq == -1"),
+                            ("softirq_entry", f"vec == {NET_RX_SOFTIRQ}")):
+            try:
+                self._write(f"events/irq/{event}/filter", filt)
+                self._write(f"events/irq/{event}/enable", "1")
+                self.counting.append(event)
+            except OSError as exc:
+                self.notes[f"trace_{event}"] = f"no tracepoint irq:{event} ({exc.strerror})"
+
+    def set_irqs(self, irqs):
+        """Trace the interrupts of the vectors IRQS (numbers) only."""
+        if "irq_handler_entry" in self.counting:
+            self._write("events/irq/irq_handler_entry/filter",
+                        " || ".join(f"irq == {irq}" for irq in irqs) or "irq == -1")
 
     def _add_rearm_probe(self):
         """The re-arm return probe, matched to the polls' NAPIs by address:
@@ -910,6 +954,9 @@ class TraceProbes:
             return None, notes
         if not self.rearm_probe:
             events["rearms"] = None
+        for event, key in (("irq_handler_entry", "irq_counts"), ("softirq_entry", "net_rx")):
+            if event not in self.counting:
+                events[key] = None
         return events, notes
 
     def close(self):
@@ -921,6 +968,13 @@ class TraceProbes:
             except OSError:
                 pass    # tearing down: the next pair sets its own filter
         self.enabled = []
+        for event in self.counting:
+            try:
+                self._write(f"events/irq/{event}/enable", "0")
+                self._write(f"events/irq/{event}/filter", "0")
+            except OSError:
+                pass
+        self.counting = []
         if self.rearm_probe:
             try:
                 self._remove_rearm_probe()

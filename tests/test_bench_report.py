@@ -216,6 +216,7 @@ def test_window_arithmetic_divides_by_in_window_exchanges():
         "      <idle>-0       [001] ..s1.    11.300000: napi_rearm: (igb_poll+0x1a4/0x2c0 <- "
         "napi_complete_done) napi=0xdeadbeef done=1",
     ], 10.0, 12.0)
+    events.update(irq_counts=None, net_rx=None)     # not traced: the /proc counts
     got = benchlib.window_counts(before, after, 200, ["cpu0", "cpu1"], events, kthread_pids=[77])
     assert got["window_s"] == 2.0 and got["exchanges"] == 200
     sut = got["sut"]
@@ -781,3 +782,28 @@ def test_cells_whose_windows_differ_are_flagged(tmp_path):
 def test_window_mismatch_and_affinity_recorded():
     assert benchlib.WINDOW_TOLERANCE == 0.005
     assert benchlib.irq_affinity(None) == {}
+
+
+def test_irqs_and_net_rx_from_the_trace_over_the_polls_window():
+    """Traced, the SUT's interrupts and NET_RX softirqs are counted over
+    the trace window, not between the (later) /proc snapshots."""
+    before = snap(10.0, {"cpu0": 0}, {"cpu0": 0, "cpu1": 0}, 0,
+                  {"enp1s0-rx-0": 0, "enp1s0-tx-0": 0})
+    after = snap(12.1, {"cpu0": 10}, {"cpu0": 90, "cpu1": 9}, 0,
+                 {"enp1s0-rx-0": 99, "enp1s0-tx-0": 99})
+    events = benchlib.parse_trace([
+        "          <idle>-0       [001] d.h1.     9.900000: irq_handler_entry: irq=39 "
+        "name=enp1s0-rx-0",
+        "          <idle>-0       [001] d.h1.    10.100000: irq_handler_entry: irq=39 "
+        "name=enp1s0-rx-0",
+        "          <idle>-0       [001] d.h1.    10.200000: irq_handler_entry: irq=43 "
+        "name=enp1s0-tx-0",
+        "          <idle>-0       [001] ..s1.    10.100100: softirq_entry: vec=3 [action=NET_RX]",
+        "          <idle>-0       [000] ..s1.    10.300000: softirq_entry: vec=3 [action=NET_RX]",
+        "          <idle>-0       [001] ..s1.    12.050000: softirq_entry: vec=3 [action=NET_RX]",
+    ], 10.0, 12.0)
+    got = benchlib.window_counts(before, after, 100, ["cpu1"], events)
+    assert got["sut"]["rx_irqs"] == 0.01 and got["sut"]["tx_irqs"] == 0.01
+    assert got["sut"]["net_rx_softirqs_sut_cpus"] == 0.01      # cpu1 at 10.1 only
+    assert got["sut_counts_from"] == {"irqs": "trace", "net_rx": "trace"}
+    assert got["system"]["net_rx_softirqs"] == 0.99            # /proc, system-wide
