@@ -837,6 +837,8 @@ class TraceProbes:
     def __init__(self, dev_name):
         self.enabled = []
         self.notes = {}
+        self.rearm_probe = False
+        self.counting = []
         filters = {"napi_poll": f'dev_name == "{dev_name}" && work > 0',
                    "napi_irq_suspend": f'dev_name == "{dev_name}"',
                    "napi_irq_resume": f'dev_name == "{dev_name}"'}

@@ -807,3 +807,12 @@ def test_irqs_and_net_rx_from_the_trace_over_the_polls_window():
     assert got["sut"]["net_rx_softirqs_sut_cpus"] == 0.01      # cpu1 at 10.1 only
     assert got["sut_counts_from"] == {"irqs": "trace", "net_rx": "trace"}
     assert got["system"]["net_rx_softirqs"] == 0.99            # /proc, system-wide
+
+
+def test_trace_probes_without_tracefs_degrade_to_notes(tmp_path, monkeypatch):
+    monkeypatch.setattr(benchlib.TraceProbes, "TRACING", str(tmp_path / "none"))
+    probes = benchlib.TraceProbes("eth0")
+    probes.set_irqs([39])
+    assert probes.window(1.0, 2.0)[0] is None
+    assert "tracefs unusable" in probes.notes["polls"]
+    probes.close()
