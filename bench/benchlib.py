@@ -1122,6 +1122,51 @@ class WindowedTool:
         return rc, "\n".join(self.lines + [self._partial.decode(errors="replace")]), err
 
 
+# bench/qemu-plugin/napi_insn.so's snapshots, written by the host's QEMU
+# into the run's directory (guest-bench.sh sets it when the boot loaded
+# the plugin); the tools enter its marker at their window edges.
+INSN_LOG = os.environ.get("BENCH_INSN_LOG")
+
+
+def insn_marks(path=None):
+    """The marker snapshots napi_insn.so wrote so far, oldest first; None
+    without the plugin. A last line without its newline is half written."""
+    path = path or INSN_LOG
+    if not path:
+        return None
+    try:
+        with open(path) as f:
+            text = f.read()
+    except OSError:
+        return None
+    marks = []
+    for line in text.split("\n")[:-1]:
+        try:
+            snap = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(snap, dict) and "mark" in snap:
+            marks.append(snap)
+    return marks
+
+
+def insn_per_exchange(marks, cpus, exchanges):
+    """Instructions executed per exchange in each NAPI core function on
+    CPUS (cpu_set()) between a window's two MARKS: ({function: n}, None), or (None,
+    why) when the window does not have exactly its two marks."""
+    if len(marks) != 2:
+        return None, f"{len(marks)} instruction-counter marks in the window, 2 expected"
+    if not exchanges:
+        return None, "no exchange in the window"
+    before, after = (m["insns"] for m in marks)
+    cpus = [int(str(c).removeprefix("cpu")) for c in cpus]
+
+    def on_cpus(counts):
+        return sum(counts[c] for c in cpus if c < len(counts))
+    return {fn: round((on_cpus(n) - on_cpus(before.get(fn, []))) / exchanges, 1)
+            for fn, n in after.items()}, None
+
+
 def run_windowed(argv, irq_regex, timeout, extra=None):
     """Run a WindowedTool and snapshot the counters at its window's
     edges (EXTRA() adds the caller's own, e.g. a process's CPU time):
@@ -1130,6 +1175,7 @@ def run_windowed(argv, irq_regex, timeout, extra=None):
     what the tool said at its edge: "tool_time" (CLOCK_MONOTONIC of the
     edge itself, not when we got to read it), "tool_sent", "tool_served"
     (None when the line lacks them)."""
+    marks_before = insn_marks()
     tool = WindowedTool(argv)
     deadline = time.monotonic() + timeout
     edges = {"before": None, "after": None}
@@ -1147,7 +1193,10 @@ def run_windowed(argv, irq_regex, timeout, extra=None):
             except (OSError, ValueError, IndexError):
                 edges[key]["extra"] = None      # the caller's process is gone
     rc, stdout, stderr = tool.finish(max(deadline - time.monotonic(), 1.0))
-    return dict(edges, rc=rc, stdout=stdout, stderr=stderr)
+    marks = insn_marks()
+    if marks is not None and marks_before is not None:
+        marks = marks[len(marks_before):]
+    return dict(edges, rc=rc, stdout=stdout, stderr=stderr, insn_marks=marks)
 
 
 def tasks_cpu_ns(pids):
@@ -1217,6 +1266,12 @@ def measured_counts(run, pair, probes, tool_total, sut_cpus, kthread_pids=()):
     counts = window_counts(run["before"], run["after"], exchanges, sut_cpus, events,
                            kthread_pids, notes)
     counts["sut"]["kthread_cpu_pct"] = kthread_cpu_pct(run) if kthread_pids else None
+    if run.get("insn_marks") is not None:
+        by_function, why = insn_per_exchange(run["insn_marks"], sut_cpus, exchanges)
+        counts["napi_core_insns_by_function"] = by_function
+        counts["sut"]["napi_core_insns"] = round(sum(by_function.values()), 1) if by_function else None
+        if why:
+            counts["not_measured"].setdefault("napi_core_insns", why)
     if not kthread_pids:
         counts["not_measured"].setdefault("kthread_cpu", "no NAPI kthread in this mode")
     counts["exchanges_from"] = "tool total" if served is None else "served in window"

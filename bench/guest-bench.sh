@@ -5,8 +5,10 @@
 #   PLAN: full (grid, collapse experiment, on/off traffic experiment,
 #   memcached sweep), smoke,
 #   baseline (interrupt mode only), collapse (the threaded busy-poll
-#   collapse experiment only) or busy (epoll and io_uring modes on virtio
-#   at rising rates, up to a busy server)
+#   collapse experiment only), busy (epoll and io_uring modes on virtio
+#   at rising rates, up to a busy server) or adaptive (threaded busy
+#   polling with and without giving the core back, against interrupts:
+#   the grid's cells of those modes and the on/off traffic experiment)
 # BENCH_RR_ARGS / BENCH_MC_ARGS append options to rr_grid.py / mc_sweep.py.
 set -eu
 out=$1 src=$2 plan=$3
@@ -20,6 +22,17 @@ echo 0 >/proc/sys/kernel/timer_migration
 echo -1 >/proc/sys/kernel/sched_rt_runtime_us
 "$py" -c 'import json, sys; sys.path.insert(0, sys.argv[1]); import benchlib
 print(json.dumps(benchlib.machine_info()))' "$here" >"$out/machine.json"
+
+# The host's QEMU counts the NAPI core's instructions into insn.jsonl
+# (workbench/bench.sh); the tools enter its marker at their window edges
+# (bench/include/window.h). Its ranges are System.map's: KASLR must be off.
+if [ -e "$out/insn.jsonl" ]; then
+	if grep -qw nokaslr /proc/cmdline; then
+		export BENCH_INSN_MARK=1 BENCH_INSN_LOG=$out/insn.jsonl
+	else
+		echo "instruction counter unused: the kernel was booted with KASLR" >&2
+	fi
+fi
 
 rr=(--out "$out" --src "$src" --napi-rr "$here/rr/napi_rr")
 # The seed's irq-suspend-timeout for suspendX is 20 ms. Under TCG one
@@ -65,6 +78,13 @@ smoke)
 		  --duration 1 --warmup 0.2)
 	;;
 collapse) ;;
+adaptive)
+	rr+=(--modes "interrupts threaded-busy threaded-busy-adaptive"
+	     --rate-scale "${BENCH_RATE_SCALE:-0.05}" --duration 2 --warmup 0.3
+	     --workload-indexes "$workloads")
+	on_off=(--on-off 200:300 --devices "${BENCH_ON_OFF_DEVICES:-netdevsim virtio igb}"
+		--transports udp --reps "${BENCH_ON_OFF_REPS:-2}" --duration 2)
+	;;
 baseline)
 	# Cost when off: the interrupt-mode cells only, run on both kernels.
 	rr+=(--modes interrupts --rate-scale "${BENCH_RATE_SCALE:-0.05}" --duration 2 --warmup 0.3
@@ -97,6 +117,8 @@ busy)
 esac
 if [ "$plan" = full ] || [ "$plan" = smoke ]; then
 	"$py" "$here/rr_grid.py" "${rr[@]}" "${collapse[@]}" || rc=1
+fi
+if [ "$plan" = full ] || [ "$plan" = smoke ] || [ "$plan" = adaptive ]; then
 	# The lowest seed workload, scaled as the grid's; the warm-up is a burst.
 	"$py" "$here/rr_grid.py" "${rr[@]}" "${on_off[@]}" --workload-indexes 0 --warmup 0.2 ||
 		rc=1

@@ -22,7 +22,7 @@ SUT = {"rx_polls_softirq": 1.0, "rx_polls_kthread": 0.0, "rx_polls_app": 0.0,
        "kthread_packets": 0.0, "rx_irqs": 0.5, "tx_irqs": 0.5, "rxtx_irqs": None,
        "net_rx_softirqs_sut_cpus": 1.0, "suspend_events": 0.0, "suspensions": 0,
        "resumes": {}, "suspended_frac": 0.0, "softirq_polls_suspended": 0,
-       "rx_rearms": 0.5, "rx_rearms_suspended": 0}
+       "rx_rearms": 0.5, "rx_rearms_suspended": 0, "napi_core_insns": 400.0}
 
 
 def counters(**sut):
@@ -312,8 +312,8 @@ def test_goal_suspension_needs_a_saturated_point():
     assert "busiest: 40 % at load 500" in row["figures"]
 
 
-@pytest.mark.parametrize("patched_irqs,status", [(0.505, "pass"), (0.52, "missed")])
-def test_goal_features_off_within_two_percent(patched_irqs, status):
+@pytest.mark.parametrize("patched_irqs,status", [(0.502, "pass"), (0.51, "missed")])
+def test_goal_features_off_within_half_a_percent(patched_irqs, status):
     base = bench_report.rr_cells([rr_cell("interrupts", 100, device="virtio")])
     patched = bench_report.rr_cells([rr_cell("interrupts", 100, device="virtio",
                                              rx_irqs=patched_irqs)])
@@ -480,11 +480,11 @@ def test_goal_off_spread_wider_than_the_tolerance_is_unresolved(patched):
 def test_goal_off_zero_reference_is_never_a_pass():
     cells = {rate: rr_cell("interrupts", 100, device="virtio") | {"rate": rate}
              for rate in (600, 1250)}
-    base = [cells[600], dict(cells[1250], counters=counters(net_rx_softirqs_sut_cpus=0.0))]
+    base = [dict(cells[600], counters=counters(net_rx_softirqs_sut_cpus=0.0)), cells[1250]]
     row = bench_report.goal_off("virtio", bench_report.baseline_rows(
         bench_report.rr_cells(base), bench_report.rr_cells(list(cells.values()))))
     assert row["status"] == "broken"
-    assert ("NET_RX softirqs on the SUT's CPUs patched/base at udp 1250+0us: no ratio, "
+    assert ("NET_RX softirqs on the SUT's CPUs patched/base at udp 600+0us: no ratio, "
             "the base 0.000 per request (< 0.01)") in row["result"]
 
 
@@ -816,3 +816,146 @@ def test_trace_probes_without_tracefs_degrade_to_notes(tmp_path, monkeypatch):
     assert probes.window(1.0, 2.0)[0] is None
     assert "tracefs unusable" in probes.notes["polls"]
     probes.close()
+
+
+# --- instructions in the NAPI core (bench/qemu-plugin/napi_insn.so) ----------
+
+def insn_goal(base, patched):
+    """goal_off over one 600 pps cell, a repetition per instruction count."""
+    def agg(values):
+        return bench_report.rr_cells([rr_cell("interrupts", 100, rep, device="virtio",
+                                              napi_core_insns=v)
+                                      for rep, v in enumerate(values)])
+    return bench_report.goal_off("virtio", bench_report.baseline_rows(agg(base), agg(patched)))
+
+
+@pytest.mark.parametrize("patched,status", [([401.9, 402.0], "pass"),     # +0.5 %: allowed
+                                            ([380.0, 390.0], "pass"),     # fewer: allowed
+                                            ([404.0, 404.1], "missed"),   # +1 %
+                                            ([399.0, 404.0], "unresolved")])
+def test_goal_off_judges_napi_core_instructions_per_request(patched, status):
+    row = insn_goal([400.0, 400.0], patched)
+    [text] = [t for t in row["figures"].split("; ") if "NAPI core instructions" in t]
+    if status == "pass":
+        assert row["status"] == "pass", row
+    else:
+        assert text.startswith(status.upper()), text
+        assert row["status"] == status
+
+
+def test_goal_off_without_instruction_counts_is_not_measured():
+    base = bench_report.rr_cells([rr_cell("interrupts", 100, device="virtio")])
+    cell = rr_cell("interrupts", 100, device="virtio", napi_core_insns=None)
+    cell["counters"]["not_measured"]["napi_core_insns"] = "no instruction counter in this boot"
+    patched = bench_report.rr_cells([cell])
+    row = bench_report.goal_off("virtio", bench_report.baseline_rows(base, patched))
+    assert row["status"] == "not measured"
+    assert ("NAPI core instructions patched/base at udp 600+0us: not measured "
+            "(patched: no instruction counter in this boot)") in row["figures"]
+
+
+def test_goal_off_judges_the_lowest_rate_only():
+    """Above the lowest rate TCG's batching makes the counts bimodal: a
+    1250 pps cell far off does not decide the goal."""
+    cells = [rr_cell("interrupts", 100, device="virtio") | {"rate": rate} for rate in (600, 1250)]
+    patched = [cells[0], dict(cells[1], counters=counters(rx_irqs=0.9))]
+    row = bench_report.goal_off("virtio", bench_report.baseline_rows(
+        bench_report.rr_cells(cells), bench_report.rr_cells(patched)))
+    assert row["status"] == "pass" and row["where"] == "1 interrupt-mode cells"
+
+
+def mark(n, counts):
+    return {"mark": n, "vcpu": 0, "insns": counts}
+
+
+def test_insn_per_exchange_counts_the_sut_cpus_between_the_two_marks():
+    marks = [mark(1, {"net_rx_action": [100, 1000, 5, 0], "napi_complete_done": [0, 50]}),
+             mark(2, {"net_rx_action": [300, 3000, 9, 100], "napi_complete_done": [0, 250]})]
+    got, why = benchlib.insn_per_exchange(marks, ["cpu1", "cpu3"], 10)
+    assert why is None
+    # cpu2 (the peer's) is not counted; cpu3 appeared after the first mark.
+    assert got == {"net_rx_action": 210.0, "napi_complete_done": 20.0}
+    assert benchlib.insn_per_exchange(marks[:1], ["cpu1"], 10) == \
+        (None, "1 instruction-counter marks in the window, 2 expected")
+    assert benchlib.insn_per_exchange(marks, ["cpu1"], 0)[0] is None
+
+
+def test_insn_marks_skip_a_half_written_line(tmp_path):
+    log = tmp_path / "insn.jsonl"
+    assert benchlib.insn_marks(str(log)) is None
+    log.write_text(json.dumps(mark(1, {"a": [1]})) + "\n" + '{"mark": 2, "vcpu"')
+    assert [m["mark"] for m in benchlib.insn_marks(str(log))] == [1]
+
+
+def test_measured_counts_reports_instructions_or_why(monkeypatch):
+    run = {"insn_marks": [mark(1, {"f": [0, 0]}), mark(2, {"f": [0, 500]})]}
+    monkeypatch.setattr(benchlib, "window_counts",
+                        lambda *a, **k: {"sut": {}, "not_measured": {}, "window_s": None})
+    monkeypatch.setattr(benchlib, "tool_difference", lambda run, what: 100)
+    monkeypatch.setattr(benchlib, "irq_affinity", lambda regex: {})
+
+    class Pair:
+        irq_note = None
+        irq_regex = peer_irq_regex = "x"
+
+    class Probes:
+        def window(self, t0, t1):
+            return [], {}
+    edge = {"time": 1.0, "tool_time": 1.0}
+    got = benchlib.measured_counts(dict(run, before=edge, after=dict(edge, tool_time=3.0)),
+                                   Pair(), Probes(), 100, ["cpu1"])
+    assert got["sut"]["napi_core_insns"] == 5.0
+    run["insn_marks"] = run["insn_marks"][:1]
+    got = benchlib.measured_counts(dict(run, before=edge, after=dict(edge, tool_time=3.0)),
+                                   Pair(), Probes(), 100, ["cpu1"])
+    assert got["sut"]["napi_core_insns"] is None
+    assert got["not_measured"]["napi_core_insns"].startswith("1 instruction-counter marks")
+
+
+def test_report_prints_instructions_by_function_and_napi_struct_layouts(tmp_path):
+    for n, label in ((1, "patched"), (2, "base")):
+        cell = rr_cell("interrupts", 100, device="virtio")
+        cell["counters"]["napi_core_insns_by_function"] = {"net_rx_action": 100.0 + n,
+                                                           "napi_complete_done": 50.0}
+        write_run(str(tmp_path), f"run{n}-{label}-baseline", label, rr=[cell])
+        (tmp_path / f"run{n}-{label}-baseline" / "napi_struct.pahole").write_text(
+            "struct napi_struct {\n\tint x;\n\t/* size: 4%s, cachelines: 1, members: 1 */\n};"
+            % n)
+    _, summary, md = report(str(tmp_path))
+    assert "| virtio | udp | 600+0us | net_rx_action | 102.0 | 101.0 |" in md
+    assert "- base: `/* size: 42, cachelines: 1, members: 1 */`" in md
+    assert "<details><summary>patched</summary>" in md
+    [row] = [r for r in summary["napi_core_insns_by_function"] if r["function"] == "net_rx_action"]
+    assert (row["base"], row["patched"]) == (102.0, 101.0)
+
+
+insn_ranges = load("insn_ranges")
+
+SYSTEM_MAP = """ffffffff81000000 T _stext
+ffffffff81100000 T __napi_schedule
+ffffffff81100040 t __napi_schedule_irqoff
+ffffffff81100040 t __napi_schedule_irqoff_alias
+ffffffff81100090 T napi_complete_done
+ffffffff81100200 T net_rx_action
+ffffffff81100200 t net_rx_action_alias
+ffffffff81100900 d some_data
+ffffffff81100a00 T __x64_sys_sethostname
+ffffffff81100b00 T _etext
+"""
+
+
+def test_insn_ranges_from_system_map():
+    syms = insn_ranges.text_symbols(SYSTEM_MAP.splitlines())
+    found, missing = insn_ranges.ranges(syms, ["__napi_schedule", "__napi_schedule_irqoff",
+                                               "net_rx_action", "napi_poll"])
+    # An alias at the same address does not end a range; data is not text.
+    assert found == {"__napi_schedule": (0xffffffff81100000, 0xffffffff81100040),
+                     "__napi_schedule_irqoff": (0xffffffff81100040, 0xffffffff81100090),
+                     "net_rx_action": (0xffffffff81100200, 0xffffffff81100a00)}
+    assert missing == ["napi_poll"]
+    option, found, missing = insn_ranges.plugin_option("p.so", "/o/insn.jsonl", syms)
+    assert option.startswith("p.so,out=/o/insn.jsonl,mark=0xffffffff81100a00,sym=")
+    assert "sym=napi_complete_done:0xffffffff81100090:0xffffffff81100200" in option
+    assert "busy_poll_stop" in missing
+    with pytest.raises(ValueError, match="sethostname"):
+        insn_ranges.plugin_option("p.so", "o", syms[:3])

@@ -192,3 +192,24 @@ def test_mc_load_edges_and_json(mc_load, memcached_port, tmp_path):
     assert 0.45e9 < end["ns"] - start["ns"] < 1.5e9
     assert 0 <= start["served"] <= start["sent"] < end["sent"]
     assert start["served"] < end["served"] <= end["sent"]
+
+
+@pytest.mark.parametrize("mark", ["1", None])
+def test_window_edges_enter_the_instruction_counter_marker_only_when_asked(tmp_path, mark):
+    """BENCH_INSN_MARK=1: each edge enters sethostname() with an invalid
+    length (the QEMU plugin's marker), which changes nothing."""
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if not cc or not shutil.which("strace"):
+        pytest.skip("no C compiler or no strace")
+    check = str(tmp_path / "bench_headers_check")
+    subprocess.run([cc, "-O2", "-Wall", "-Wextra", "-I", os.path.join(BENCH, "include"),
+                    "-o", check, os.path.join(FIXTURES, "bench_headers_check.c")],
+                   check=True, capture_output=True, text=True)
+    env = dict(os.environ, BENCH_INSN_MARK=mark) if mark else \
+        {k: v for k, v in os.environ.items() if k != "BENCH_INSN_MARK"}
+    done = subprocess.run(["strace", "-f", "-e", "trace=sethostname", check],
+                          capture_output=True, text=True, timeout=60, env=env)
+    assert done.returncode == 0, done.stdout
+    calls = [line for line in done.stderr.splitlines() if "sethostname(" in line]
+    assert len(calls) == (len(edges(done.stdout)) if mark else 0), done.stderr
+    assert all("= -1 EINVAL" in c or "= -1 EPERM" in c for c in calls), calls

@@ -5,7 +5,8 @@
 # build/results/bench.
 # usage: bench.sh [PLAN [OBJ]]
 #   PLAN  full (default), smoke (one short cell per mode, for CI),
-#         collapse or busy (single experiments, see bench/guest-bench.sh)
+#         collapse, busy or adaptive (single experiments, see
+#         bench/guest-bench.sh)
 #   OBJ   the O= directory of a kernel already built from SRC: boot that
 #         one, no deps, apply or build (how 'make test' runs the smoke plan)
 #   BASELINE=1  also build the unpatched base with the same config and run
@@ -51,12 +52,29 @@ for k in "${kernels[@]}"; do
 	run=$((run + 1))
 	dir=$out/run$run-$label-$kplan
 	log "bench: $kplan plan on the $label kernel ($kobj)"
+	mkdir -p "$dir"
+	# The instructions of the NAPI core, counted by QEMU (TCG only: KVM
+	# runs the guest natively), for the cost with every feature off; the
+	# smoke plan keeps the counter working. nokaslr: the ranges come
+	# from System.map.
+	qemu_opts='' append=${VM_APPEND:-}
+	accel=${VM_ACCEL:-$("$TOP/workbench/vm-accel.sh" "$kobj/arch/x86/boot/bzImage")}
+	if [ "${BENCH_INSN:-1}" != 0 ] && [ "$accel" = tcg ] &&
+		{ [ "$kplan" = baseline ] || [ "$kplan" = smoke ]; }; then
+		qemu_opts="-plugin $(python3 "$TOP/bench/insn_ranges.py" "$kobj/System.map" \
+			"$TOP/bench/qemu-plugin/napi_insn.so" "$dir/insn.jsonl" "$dir/insn-symbols.json")"
+		append="${append:+$append }nokaslr"
+	fi
 	# 4 vCPUs: application, NAPI kthread/IRQs, peer, and the
 	# application's second thread each get their own (bench/benchlib.py).
-	VM_CPUS=${BENCH_VM_CPUS:-4} VM_NETWORK=loop "$TOP/workbench/vm.sh" "$kobj/arch/x86/boot/bzImage" "$dir" \
+	VM_QEMU_OPTS=$qemu_opts VM_APPEND=$append VM_CPUS=${BENCH_VM_CPUS:-4} VM_NETWORK=loop \
+		"$TOP/workbench/vm.sh" "$kobj/arch/x86/boot/bzImage" "$dir" \
 		"${BENCH_VM_TIMEOUT:-5400}" \
 		"env $guest_env $TOP/bench/guest-bench.sh $dir $src $kplan > $dir/guest.log 2>&1" || true
 	echo "$label" >"$dir/kernel-label"
+	# Beside the instruction counts: the structure the series grows.
+	"$TOP/bench/napi_struct_layout.sh" "$src" "$kobj" "$dir/napi_struct.pahole" ||
+		log "no pahole layout of struct napi_struct for $kobj"
 	if [ "$(cat "$dir/guest-finished" 2>/dev/null)" != 0 ]; then
 		log "bench run $dir did not finish cleanly (guest log: $dir/guest.log, console: $dir/console.log)"
 		tail -5 "$dir/guest.log" >&2 || true

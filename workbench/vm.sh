@@ -44,6 +44,8 @@ for model in ${VM_NICS:-}; do
 	args+=("--qemu-opts=${nics# }")
 	n=$((n + 1))
 done
+# VM_QEMU_OPTS: more QEMU options (make bench's instruction counter plugin).
+[ -n "${VM_QEMU_OPTS:-}" ] && args+=("--qemu-opts=$VM_QEMU_OPTS")
 tcg_thread=
 if [ "$accel" = tcg ]; then
 	tcg_thread=${VM_TCG_THREAD:-single}
