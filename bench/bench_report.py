@@ -900,20 +900,21 @@ def mc_tables(run, agg, lines, summary):
         lines.append(f"\n### memcached on {device} ({run['label']} kernel): medians; "
                      "latency in us; cpu = server core busy % in the window (system-wide "
                      "view of that core), mc us/q = memcached's own CPU time per query; per "
-                     "query over the measured window: SUT device RX interrupts and RX "
-                     "re-arms (napi_complete_done() true), SUT RX polls "
+                     "query over the measured window: SUT device RX interrupts (and their "
+                     "inverse, queries per RX interrupt: the seed's packets per interrupt) "
+                     "and RX re-arms (napi_complete_done() true), SUT RX polls "
                      "with work from softirq / the application, IRQ suspend events, share of "
                      "the window suspended, softirq RX polls while suspended (count); "
                      "system-wide (secondary) NET_RX softirqs and context switches\n")
         if is_tcg(run):
             lines.append(f"{TCG_NOTE}\n")
         lines.append("| testcase | load | n | qps | avglat | 95%lat | 99%lat (spread) | cpu | "
-                     "mc us/q | SUT RX irq/q | SUT RX re-arm/q | SUT polls sirq/app | "
+                     "mc us/q | SUT RX irq/q | q/RX irq | SUT RX re-arm/q | SUT polls sirq/app | "
                      "SUT susp ev/q | SUT susp % | sirq polls in susp | re-arms in susp | "
                      "sys softirq/q | sys ctxsw/q | errors | sat |")
         lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
-                     "---|---|")
-        reasons, flags = {}, []
+                     "---|---|---|")
+        reasons, flags, resumes = {}, [], []
         for load in loads:
             for (d, cell_load, variant), a in sorted(agg.items(),
                                                      key=lambda kv: variant_key(kv[0][2])):
@@ -928,6 +929,7 @@ def mc_tables(run, agg, lines, summary):
                     f"{fmt(a['avg'], 0)} | {fmt(a['p95'], 0)} | {fmt(a['p99'], 0)} "
                     f"({fmt(a['p99_spread'][0], 0)}..{fmt(a['p99_spread'][1], 0)}) | "
                     f"{fmt(a['cpu'], 0)} | {fmt(a['cpu_us_per_query'], 0)} | {rx} | "
+                    f"{fmt(1 / s['rx_irqs'] if s['rx_irqs'] else None, 1)} | "
                     f"{fmt(s.get('rx_rearms'), 3)} | "
                     f"{fmt(s['rx_polls_softirq'], 3)}/{fmt(s['rx_polls_app'], 3)} | "
                     f"{fmt(s['suspend_events'], 3)} | "
@@ -938,6 +940,12 @@ def mc_tables(run, agg, lines, summary):
                     f"{a['errors']}/{a['sent']} | {'yes' if a['saturated'] else 'no'} |")
                 reasons.update(a["not_measured"])
                 flags += [f"{variant}@{load} {f}" for f in a.get("window_flags", [])]
+                if s.get("resumes_all_reps"):
+                    resumes.append(f"{variant}@{load} " + ", ".join(
+                        f"{why} {n}" for why, n in sorted(s["resumes_all_reps"].items())))
+        if resumes:
+            lines.append("\nIRQ suspension resumes by reason (napi_irq_resume, all "
+                         "repetitions): " + "; ".join(resumes))
         not_measured_lines(reasons, lines)
         window_flag_lines(flags, lines)
         model_irqs_line(device, lines)
@@ -945,7 +953,7 @@ def mc_tables(run, agg, lines, summary):
 
 
 def variant_key(name):
-    order = ["base", "defer", "fullbusy", "napibusy", "suspend"]
+    order = ["base", "defer", "fullbusy", "napibusy", "prefer", "suspend"]
     for i, prefix in enumerate(order):
         if name.startswith(prefix):
             digits = name[len(prefix):]

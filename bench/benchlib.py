@@ -279,9 +279,11 @@ class IgbPair(VirtioPair):
 
     def one_queue(self, ns, dev):
         # One queue, so that the test flow and the measured vectors agree;
-        # no interrupt throttling, as seed 000 set its NICs.
+        # seed 000's ring size and no interrupt throttling (igb has no
+        # adaptive coalescing to turn off).
         sh("ip", "netns", "exec", ns, "ethtool", "-L", dev, "combined", "1")
-        sh("ip", "netns", "exec", ns, "ethtool", "-C", dev, "rx-usecs", "0")
+        sh("ip", "netns", "exec", ns, "ethtool", "-G", dev, "rx", "1024")
+        sh("ip", "netns", "exec", ns, "ethtool", "-C", dev, "rx-usecs", "0", "tx-usecs", "0")
 
 
 class HostPair(Pair):

@@ -49,7 +49,7 @@ mc=(--out "$out" --src "$src" --mc-load "$here/memcached/mc_load"
 # there (threaded busy poll and collapsing cells the longest; see the
 # "Run time" table of bench.md). The full seed grid, all five workloads,
 # is BENCH_WORKLOADS="0 1 2 3 4".
-workloads=${BENCH_WORKLOADS:-0 2}
+workloads=${BENCH_WORKLOADS:-0 3}
 # The threaded busy-poll collapse experiment (rr_grid.py --collapse).
 collapse=(--collapse --devices "${BENCH_COLLAPSE_DEVICES:-netdevsim virtio igb}"
 	  --transports "${BENCH_COLLAPSE_TRANSPORTS:-udp xdp}" --reps "${BENCH_COLLAPSE_REPS:-2}"
@@ -57,12 +57,16 @@ collapse=(--collapse --devices "${BENCH_COLLAPSE_DEVICES:-netdevsim virtio igb}"
 case $plan in
 full)
 	# 2 s cells, 3 repetitions, the lowest rate (the goals' threaded
-	# busy-poll point) and 1250 pps + 38 us.
+	# busy-poll point) and the seed's headline workload, 32K pkt/s +
+	# 30 us (1600 pps + 30 us scaled).
 	rr+=(--rate-scale "${BENCH_RATE_SCALE:-0.05}" --duration 2 --warmup 0.3
 	     --workload-indexes "$workloads")
 	# Three generator threads on the CPUs the server does not use, so
 	# that the top loads saturate the server's core.
-	mc+=(--loads "${BENCH_MC_LOADS:-1000 4000 0}" --reps "${BENCH_MC_REPS:-2}"
+	# X: seed 001's gro_flush_timeout of deferX/preferX/suspendX; the
+	# seed's set is "10 20 50 200" (about twice as long).
+	mc+=(--x "${BENCH_MC_X:-20}"
+	     --loads "${BENCH_MC_LOADS:-1000 4000 0}" --reps "${BENCH_MC_REPS:-2}"
 	     --duration 2 --warmup 0.3 --gen-threads 3 --gen-cpus 1-3)
 	# Bursts of 200 ms, 300 ms apart (longer than the 20 ms
 	# irq-suspend-timeout of threaded-busy-adaptive), 2 s cells.

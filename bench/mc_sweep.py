@@ -36,6 +36,9 @@ def variants(xs, suspend_ms):
     out["fullbusy"] = (dict(defer=100, gro=5000 * US),
                        dict(epoll(1000), EPOLL_WAIT_MAX_TIMEOUT_MS="1"))
     for x in xs:
+        # The control of suspendX: the same set-up and busy polling, no
+        # irq-suspend-timeout (prefer_busy_poll's deferral alone).
+        out[f"prefer{x}"] = (dict(defer=100, gro=x * US), epoll(0))
         out[f"suspend{x}"] = (dict(defer=100, gro=x * US, irq_suspend=suspend_ms * 1000 * US),
                               epoll(0))
     return out

@@ -25,8 +25,11 @@ MODES = {
     "interrupts": (dict(defer=0, gro=15000), ["--poll", "block"]),
     "busy-inline": (dict(defer=100, gro=15000, busy_read=400),
                     ["--poll", "busy", "--busy-poll-usecs", "400"]),
+    # Seed 000's "SO_BUSYPOLL (separate)": the polling thread on a core of
+    # its own, the one threaded-busy's kthread gets (the IRQs' core).
     "busy-thread": (dict(defer=100, gro=15000, busy_read=400),
-                    ["--poll", "busy-thread", "--busy-poll-usecs", "400"]),
+                    ["--poll", "busy-thread", "--busy-poll-usecs", "400",
+                     "--poller-cpu", bl.CPU_NAPI.split(",")[0]]),
     "threaded-busy": (dict(defer=100, gro=15000, threaded="busy-poll"),
                       ["--poll", "none"]),
     # The extension: the same kthread, giving the NAPI back after

@@ -959,3 +959,27 @@ def test_insn_ranges_from_system_map():
     assert "busy_poll_stop" in missing
     with pytest.raises(ValueError, match="sethostname"):
         insn_ranges.plugin_option("p.so", "o", syms[:3])
+
+
+def test_mc_table_has_the_prefer_control_packets_per_irq_and_resumes(tmp_path):
+    top = str(tmp_path)
+    write_run(top, "run1-patched-full", "patched", mc=[
+        mc_point("prefer20", 1000, 60, 300, 0.25),
+        mc_point("suspend20", 1000, 50, 300, 0.05, resumes={"timeout": 3, "no_data": 2})])
+    _, _, md = report(top)
+    assert "| testcase | load | n | qps | avglat | 95%lat | 99%lat (spread) | cpu | mc us/q | " \
+           "SUT RX irq/q | q/RX irq |" in md
+    prefer = next(line for line in md.splitlines() if line.startswith("| prefer20 |"))
+    assert "| 0.250 | 4.0 |" in prefer
+    # prefer sorts before suspend
+    assert md.index("| prefer20 | 1000 |") < md.index("| suspend20 | 1000 |")
+    assert "resumes by reason (napi_irq_resume, all repetitions): suspend20@1000 no_data 2, " \
+           "timeout 3" in md
+
+
+def test_mc_variants_prefer_differs_from_suspend_only_in_the_timeout():
+    mc_sweep = load("mc_sweep")
+    got = mc_sweep.variants([20], 500)
+    (p_setup, p_env), (s_setup, s_env) = got["prefer20"], got["suspend20"]
+    assert p_env == s_env
+    assert dict(p_setup, irq_suspend=500 * 1000 * 1000) == s_setup

@@ -213,3 +213,17 @@ def test_window_edges_enter_the_instruction_counter_marker_only_when_asked(tmp_p
     calls = [line for line in done.stderr.splitlines() if "sethostname(" in line]
     assert len(calls) == (len(edges(done.stdout)) if mark else 0), done.stderr
     assert all("= -1 EINVAL" in c or "= -1 EPERM" in c for c in calls), calls
+
+
+def test_busy_thread_poller_runs_on_its_own_cpu(napi_rr, server, tmp_path):
+    cpu = sorted(os.sched_getaffinity(0))[-1]
+    client, _, _ = run_client(napi_rr, server, tmp_path, 1000, 0.3, 0.1,
+                              ["--poll", "busy-thread", "--busy-poll-usecs", "50",
+                               "--poller-cpu", str(cpu)])
+    assert client["poller_polls"] > 0 and client["poller_cpu"] == cpu
+    client, _, _ = run_client(napi_rr, server, tmp_path, 1000, 0.3, 0.1)
+    assert client["poller_cpu"] is None
+    done = subprocess.run([napi_rr, "client", "--transport", "udp", "--ifname", "lo",
+                           "--src", CLIENT, "--dst", SERVER, "--port", "9", "--rate", "1",
+                           "--duration", "1", "--poller-cpu", "0"], capture_output=True, text=True)
+    assert done.returncode == 2 and "--poller-cpu needs --poll busy-thread" in done.stderr

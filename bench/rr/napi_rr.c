@@ -24,7 +24,9 @@
  *                UDP: blocking recvfrom; XDP: recvfrom(MSG_DONTWAIT) kick
  *                whenever the RX ring is empty
  *   busy-thread  a second thread busy polls (XDP: recvfrom kicks, UDP:
- *                epoll_wait with EPIOCSPARAMS), the receiver only spins
+ *                epoll_wait with EPIOCSPARAMS), the receiver only spins;
+ *                --poller-cpu N pins that thread to CPU N, a core of its
+ *                own (seed 000's "SO_BUSYPOLL (separate)")
  *   none         no polling syscalls (for threaded NAPI busy polling)
  *   epoll        epoll_wait with EPIOCSPARAMS, prefer_busy_poll = 1
  *   uring        UDP only: an io_uring ring with IORING_REGISTER_NAPI
@@ -56,6 +58,8 @@
  *                               reason is null when the stamps were usable
  *   grace_ms                    wait for stragglers after the last send
  *   rx_polls, rx_wakeups, rx_empty, poller_polls  receive path syscalls
+ *   poller_cpu                  the CPU the busy-thread poller last ran on
+ *                               (null without one)
  *   interrupted                 true if stopped by a signal
  * Client stdout: the window edge lines of bench/include/window.h,
  * {"window": "start"|"end", "ns": N, "sent": S, "served": R}, "start" when
@@ -84,6 +88,7 @@
 #include <net/if.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdbool.h>
@@ -188,6 +193,7 @@ struct opts {
 	uint8_t peer_mac[ETH_ALEN];
 	bool have_peer_mac;
 	bool xdp_native;
+	int poller_cpu;		/* -1: not pinned */
 };
 
 struct rx_counters {
@@ -236,6 +242,7 @@ struct endpoint {
 	bool poller_started;
 	int poller_stop;
 	uint64_t poller_polls;
+	int poller_ran_on;	/* sched_getcpu() of the poller, -1 before it ran */
 };
 
 static int g_stop;	/* signal or fatal error: every loop ends */
@@ -298,6 +305,7 @@ static void usage(const char *msg)
 		"               --rate PPS --duration S [--delay US] [--warmup S] [--poll MODE]\n"
 		"               [--json FILE] [--peer-mac MAC] [--queue Q] [--busy-poll-usecs N]\n"
 		"               [--budget N] [--send-spin US] [--xdp-native] [--on-off ON_MS:OFF_MS]\n"
+		"               [--poller-cpu N]\n"
 		"MODE: block | busy | busy-thread | none | epoll | uring (default block)\n");
 	exit(2);
 }
@@ -359,6 +367,7 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 		{ "rate", 1, 0, 'r' }, { "delay", 1, 0, 'd' }, { "json", 1, 0, 'j' },
 		{ "peer-mac", 1, 0, 'm' }, { "send-spin", 1, 0, 'S' },
 		{ "xdp-native", 0, 0, 'N' }, { "on-off", 1, 0, 'O' },
+		{ "poller-cpu", 1, 0, 'C' },
 		{ "help", 0, 0, 'h' }, { 0 }
 	};
 	bool have_transport = false;
@@ -376,6 +385,7 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 	o->busy_usecs = 50;
 	o->budget = 64;
 	o->warmup = 0.5;
+	o->poller_cpu = -1;
 	while ((c = getopt_long(argc - 1, argv + 1, "", lopts, NULL)) != -1) {
 		switch (c) {
 		case 't':
@@ -414,6 +424,7 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 			o->have_peer_mac = true;
 			break;
 		case 'N': o->xdp_native = true; break;
+		case 'C': o->poller_cpu = parse_u64(optarg, "poller-cpu", CPU_SETSIZE - 1); break;
 		case 'O':
 			if (sscanf(optarg, "%u:%u%n", &o->on_ms, &o->off_ms, &v) != 2 || optarg[v] ||
 			    !o->on_ms || !o->off_ms)
@@ -435,6 +446,8 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 		usage("--xdp-native needs --transport xdp");
 	if ((o->poll == POLL_BUSY || o->poll == POLL_BUSY_THREAD) && !o->busy_usecs)
 		usage("--poll busy/busy-thread need --busy-poll-usecs > 0 (0 disables busy polling)");
+	if (o->poller_cpu >= 0 && o->poll != POLL_BUSY_THREAD)
+		usage("--poller-cpu needs --poll busy-thread");
 	if (o->poll == POLL_URING && o->transport != TR_UDP)
 		usage("--poll uring needs --transport udp (AF_XDP rings are not io_uring's)");
 }
@@ -938,6 +951,7 @@ static void ep_init(struct endpoint *ep, const struct opts *o)
 	ep->o = o;
 	ep->fd = ep->epfd = ep->ring.fd = -1;
 	ep->x.map_fd = ep->x.prog_fd = ep->x.link_fd = -1;
+	ep->poller_ran_on = -1;
 }
 
 static int ep_open(struct endpoint *ep)
@@ -1169,7 +1183,19 @@ static void *poller_main(void *arg)
 {
 	struct endpoint *ep = arg;
 	struct epoll_event ev;
+	cpu_set_t cpus;
+	int ret;
 
+	if (ep->o->poller_cpu >= 0) {
+		CPU_ZERO(&cpus);
+		CPU_SET(ep->o->poller_cpu, &cpus);
+		ret = pthread_setaffinity_np(pthread_self(), sizeof(cpus), &cpus);
+		if (ret) {
+			pr_err("poller on CPU %d: %s", ep->o->poller_cpu, strerror(ret));
+			fail_stop();
+			return NULL;
+		}
+	}
 	while (!__atomic_load_n(&ep->poller_stop, __ATOMIC_RELAXED)) {
 		if (ep->o->transport == TR_XDP) {
 			if (xsk_recv_kick(ep))
@@ -1179,6 +1205,7 @@ static void *poller_main(void *arg)
 			break;
 		}
 		ep->poller_polls++;
+		__atomic_store_n(&ep->poller_ran_on, sched_getcpu(), __ATOMIC_RELAXED);
 	}
 	if (!__atomic_load_n(&ep->poller_stop, __ATOMIC_RELAXED))
 		fail_stop();
@@ -1689,6 +1716,10 @@ static int client_write_json(const struct client *c, FILE *f, uint64_t grace)
 	json_u64(f, "rx_wakeups", c->ep.rxc.wakeups);
 	json_u64(f, "rx_empty", c->ep.rxc.empty);
 	json_u64(f, "poller_polls", c->ep.poller_polls);
+	if (c->ep.poller_ran_on >= 0)
+		json_u64(f, "poller_cpu", c->ep.poller_ran_on);
+	else
+		json_str(f, "poller_cpu", NULL);
 	fprintf(f, ",\"interrupted\":%s}\n", g_signalled ? "true" : "false");
 	return ferror(f) ? -1 : 0;
 }
