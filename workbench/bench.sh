@@ -61,9 +61,13 @@ for k in "${kernels[@]}"; do
 	accel=${VM_ACCEL:-$("$TOP/workbench/vm-accel.sh" "$kobj/arch/x86/boot/bzImage")}
 	if [ "${BENCH_INSN:-1}" != 0 ] && [ "$accel" = tcg ] &&
 		{ [ "$kplan" = baseline ] || [ "$kplan" = smoke ]; }; then
-		qemu_opts="-plugin $(python3 "$TOP/bench/insn_ranges.py" "$kobj/System.map" \
-			"$TOP/bench/qemu-plugin/napi_insn.so" "$dir/insn.jsonl" "$dir/insn-symbols.json")"
-		append="${append:+$append }nokaslr"
+		if plugin=$(python3 "$TOP/bench/insn_ranges.py" "$kobj/System.map" \
+			"$TOP/bench/qemu-plugin/napi_insn.so" "$dir/insn.jsonl" "$dir/insn-symbols.json"); then
+			qemu_opts="-plugin $plugin"
+			append="${append:+$append }nokaslr"
+		else
+			log "no instruction counter in this boot: bench.md reports it not measured"
+		fi
 	fi
 	# 4 vCPUs: application, NAPI kthread/IRQs, peer, and the
 	# application's second thread each get their own (bench/benchlib.py).
