@@ -983,3 +983,10 @@ def test_mc_variants_prefer_differs_from_suspend_only_in_the_timeout():
     (p_setup, p_env), (s_setup, s_env) = got["prefer20"], got["suspend20"]
     assert p_env == s_env
     assert dict(p_setup, irq_suspend=500 * 1000 * 1000) == s_setup
+
+
+def test_goal_off_on_netdevsim_says_the_base_runs_another_driver():
+    cells = bench_report.rr_cells([rr_cell("interrupts", 100)])
+    row = bench_report.goal_off("netdevsim", bench_report.baseline_rows(cells, cells))
+    assert row["status"] == "not measured"
+    assert "the series changes netdevsim's RX model" in row["figures"]
