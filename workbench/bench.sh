@@ -30,8 +30,9 @@ if [ -n "${BASELINE:-}" ] && [ "$BASELINE" != 0 ]; then
 	base_src=$CACHE/base-src
 	worktree_at "$base_src" "$(base_tag)"
 	FRAGMENTS_FROM=$SRC "$TOP/workbench/build.sh" "$base_src" "$CACHE/obj-base-nodebug" nodebug
-	kernels=("patched:$SRC:$obj:baseline" "base:$base_src:$CACHE/obj-base-nodebug:baseline"
-		 "patched:$SRC:$obj:$plan")
+	kernels=("patched:$SRC:$obj:baseline" "base:$base_src:$CACHE/obj-base-nodebug:baseline")
+	# BASELINE=1 with the baseline plan: those two runs are all of it.
+	[ "$plan" = baseline ] || kernels+=("patched:$SRC:$obj:$plan")
 fi
 
 # The guest does not inherit our environment: forward the BENCH_*
