@@ -100,3 +100,16 @@ def test_subset_asks_only_for_options_its_tree_defines(tmp_path):
     proc, _ = configure(tmp_path, "subset", olddefconfig=drop)
     assert proc.returncode != 0
     assert "wanted CONFIG_DEBUG_NET_NAPI_RACES=y" in proc.stderr
+
+
+def test_nodebug_turns_off_the_sub_options_of_what_it_turns_off():
+    """olddefconfig drops DEBUG_OBJECTS_TIMERS with DEBUG_OBJECTS; unless
+    nodebug.config says so too, the nodebug flavour (make bench) fails
+    with "kernel config lost requested options"."""
+    def options(name):
+        with open(os.path.join(TOP, "config", name)) as f:
+            return [line for line in f if "CONFIG_" in line]
+    off = {line.split()[1] for line in options("nodebug.config") if line.startswith("# CONFIG_")}
+    wanted = {line.split("=")[0] for line in options("debug.config") if line.startswith("CONFIG_")}
+    missing = sorted(o for o in wanted if o not in off and any(o.startswith(f + "_") for f in off))
+    assert missing == [], f"nodebug.config must turn these off too: {missing}"
