@@ -838,6 +838,26 @@ def run_time(runs):
     return rows
 
 
+# Which figures the emulator's scheduling shapes (issue 29, item 5).
+EMULATOR_DEPENDENCE = (
+    ("Depend on it", "latencies and every latency ratio between modes, achieved rates, "
+     "saturation, the collapse verdicts, memcached's CPU %: under single-threaded TCG one host "
+     "thread runs the vCPUs in turn, so a vCPU that spins (a busy-polling kthread, an "
+     "application in busy poll, a spinner control) holds the others for a whole time slice"),
+    ("Partly", "per-request counts (polls, interrupts, softirqs, re-arms): how many packets "
+     "arrive per interrupt follows the emulator's batching"),
+    ("Do not", "NAPI core instructions per request for a given number of packets per poll "
+     "(QEMU counts them exactly) and the NAPI kthreads' CPU time as a share of guest time"))
+
+
+def emulator_lines(runs, lines):
+    if not any(is_tcg(r) for r in runs):
+        return
+    lines.append("\n### Figures and the emulator's scheduling\n")
+    for what, figures in EMULATOR_DEPENDENCE:
+        lines.append(f"- {what}: {figures}.")
+
+
 def run_time_lines(rows, lines):
     if not rows:
         return
@@ -1441,6 +1461,7 @@ def main():
     summary["goals"] = goals(main_rr, main_mc, baseline)
     summary["run_time"] = run_time(runs)
     run_time_lines(summary["run_time"], lines)
+    emulator_lines(runs, lines)
     head = ["# napi-series benchmarks", ""]
     goal_lines(summary["goals"], head)
     collapse_head(summary["collapse"], head)

@@ -990,3 +990,11 @@ def test_goal_off_on_netdevsim_says_the_base_runs_another_driver():
     row = bench_report.goal_off("netdevsim", bench_report.baseline_rows(cells, cells))
     assert row["status"] == "not measured"
     assert "the series changes netdevsim's RX model" in row["figures"]
+
+
+def test_a_tcg_run_says_which_figures_the_emulators_scheduling_shapes(tmp_path):
+    top = str(tmp_path)
+    write_run(top, "run1-patched-full", "patched", rr=[rr_cell("interrupts", 100)])
+    _, _, md = report(top)
+    assert "### Figures and the emulator's scheduling" in md
+    assert "- Do not: NAPI core instructions per request" in md
