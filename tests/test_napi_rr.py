@@ -123,7 +123,8 @@ def test_on_off_is_a_client_option_with_both_times(napi_rr):
         assert done.returncode != 0 and "on-off" in done.stderr
 
 
-def test_hist_and_window_headers(tmp_path):
+def build_headers_check(tmp_path):
+    """tests/fixtures/bench_headers_check.c built against bench/include."""
     cc = shutil.which("cc") or shutil.which("gcc")
     if not cc:
         pytest.skip("no C compiler")
@@ -131,6 +132,11 @@ def test_hist_and_window_headers(tmp_path):
     subprocess.run([cc, "-O2", "-Wall", "-Wextra", "-I", os.path.join(BENCH, "include"),
                     "-o", check, os.path.join(FIXTURES, "bench_headers_check.c")],
                    check=True, capture_output=True, text=True)
+    return check
+
+
+def test_hist_and_window_headers(tmp_path):
+    check = build_headers_check(tmp_path)
     done = subprocess.run([check], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stdout
     assert edges(done.stdout)["start"]["sent"] == 3
@@ -198,13 +204,9 @@ def test_mc_load_edges_and_json(mc_load, memcached_port, tmp_path):
 def test_window_edges_enter_the_instruction_counter_marker_only_when_asked(tmp_path, mark):
     """BENCH_INSN_MARK=1: each edge enters sethostname() with an invalid
     length (the QEMU plugin's marker), which changes nothing."""
-    cc = shutil.which("cc") or shutil.which("gcc")
-    if not cc or not shutil.which("strace"):
-        pytest.skip("no C compiler or no strace")
-    check = str(tmp_path / "bench_headers_check")
-    subprocess.run([cc, "-O2", "-Wall", "-Wextra", "-I", os.path.join(BENCH, "include"),
-                    "-o", check, os.path.join(FIXTURES, "bench_headers_check.c")],
-                   check=True, capture_output=True, text=True)
+    if not shutil.which("strace"):
+        pytest.skip("no strace")
+    check = build_headers_check(tmp_path)
     env = dict(os.environ, BENCH_INSN_MARK=mark) if mark else \
         {k: v for k, v in os.environ.items() if k != "BENCH_INSN_MARK"}
     done = subprocess.run(["strace", "-f", "-e", "trace=sethostname", check],

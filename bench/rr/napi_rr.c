@@ -58,7 +58,7 @@
  *                               reason is null when the stamps were usable
  *   grace_ms                    wait for stragglers after the last send
  *   rx_polls, rx_wakeups, rx_empty, poller_polls  receive path syscalls
- *   poller_cpu                  the CPU the busy-thread poller last ran on
+ *   poller_cpu                  the CPU the busy-thread poller ended on
  *                               (null without one)
  *   interrupted                 true if stopped by a signal
  * Client stdout: the window edge lines of bench/include/window.h,
@@ -242,7 +242,7 @@ struct endpoint {
 	bool poller_started;
 	int poller_stop;
 	uint64_t poller_polls;
-	int poller_ran_on;	/* sched_getcpu() of the poller, -1 before it ran */
+	int poller_ran_on;	/* sched_getcpu() where the poller ended, -1: none */
 };
 
 static int g_stop;	/* signal or fatal error: every loop ends */
@@ -1205,8 +1205,8 @@ static void *poller_main(void *arg)
 			break;
 		}
 		ep->poller_polls++;
-		__atomic_store_n(&ep->poller_ran_on, sched_getcpu(), __ATOMIC_RELAXED);
 	}
+	__atomic_store_n(&ep->poller_ran_on, sched_getcpu(), __ATOMIC_RELAXED);
 	if (!__atomic_load_n(&ep->poller_stop, __ATOMIC_RELAXED))
 		fail_stop();
 	return NULL;
