@@ -173,7 +173,8 @@ MC_LOAD_KEYS = {"mode", "server", "port", "threads", "connections", "depth", "ke
                 "value_size", "get_ratio", "seed", "warmup_s", "duration_s", "timeout_ms",
                 "target_qps", "achieved_qps", "sent", "received", "gets", "sets", "get_hits",
                 "get_misses", "errors", "error_replies", "lost", "dropped", "timeouts",
-                "conn_failures", "latency_us", "lag_us", "lag_growing", "saturated"}
+                "conn_failures", "latency_us", "lag_us", "lag_growing", "saturated",
+                "latency_hist", "lag_hist"}
 
 
 def test_mc_load_edges_and_json(mc_load, memcached_port, tmp_path):

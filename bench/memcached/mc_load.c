@@ -48,6 +48,16 @@
  *                      or lag p99 > 10 ms (the generator could not keep
  *                      its schedule); always false in max mode
  *   conn_failures      connections closed/broken during the run
+ *   latency_hist, lag_hist  the histograms themselves, {count, sum, min,
+ *                      max, buckets: [[index, n], ...]} (ns, non-empty
+ *                      buckets of hist.h), so that the results of several
+ *                      generator processes merge exactly
+ *                      (bench/mc_generators.py) instead of averaging
+ *                      their percentiles
+ *
+ * --sync: several generator processes share one window: after connecting
+ * (and the preload) the tool prints {"ready": true} and reads the start
+ * time, CLOCK_MONOTONIC ns, as one line from stdin.
  *
  * stdout: the window edge lines of bench/include/window.h,
  * {"window": "start"|"end", "ns": N, "sent": S, "served": R}, at the start
@@ -112,6 +122,7 @@ static struct {
 	const char *json;
 	unsigned timeout_ms;
 	bool quiet;
+	bool sync;
 } opt = {
 	.server = "127.0.0.1",
 	.port = 11211,
@@ -879,7 +890,9 @@ static void usage(FILE *f)
 "  --seed N             PRNG seed (1)\n"
 "  --timeout-ms MS      request timeout (1000)\n"
 "  --json FILE          write results as one JSON object\n"
-"  --quiet              no summary on stdout\n");
+"  --quiet              no summary on stdout\n"
+"  --sync               print {\"ready\": true} when connected, then read\n"
+"                       the start time (CLOCK_MONOTONIC ns) from stdin\n");
 }
 
 static double parse_num(const char *name, const char *s, double lo, double hi)
@@ -918,6 +931,7 @@ static void parse_args(int argc, char **argv)
 		{ "timeout-ms", required_argument, 0, 'T' },
 		{ "json", required_argument, 0, 'j' },
 		{ "quiet", no_argument, 0, 'Q' },
+		{ "sync", no_argument, 0, 'Y' },
 		{ "help", no_argument, 0, 'h' },
 		{ 0 }
 	};
@@ -943,6 +957,7 @@ static void parse_args(int argc, char **argv)
 		case 'T': opt.timeout_ms = (unsigned)parse_num("timeout-ms", optarg, 1, 3600000); break;
 		case 'j': opt.json = optarg; break;
 		case 'Q': opt.quiet = true; break;
+		case 'Y': opt.sync = true; break;
 		case 'h': usage(stdout); exit(0);
 		default: usage(stderr); exit(2);
 		}
@@ -984,6 +999,46 @@ static void announce_window_at(uint64_t t, const char *edge,
 	for (int i = 0; i < opt.threads; i++)
 		sent += __atomic_load_n(&ths[i].sent_all, __ATOMIC_ACQUIRE);
 	announce_window(stdout, edge, sent, served);
+}
+
+/*
+ * --sync: the start time that another process chose for every generator,
+ * so that their windows coincide and their edge counts add up.
+ */
+static uint64_t synced_start(void)
+{
+	char line[64];
+	char *end;
+	uint64_t t;
+
+	printf("{\"ready\": true}\n");
+	fflush(stdout);
+	if (!fgets(line, sizeof(line), stdin))
+		die(1, "--sync: no start time on stdin");
+	errno = 0;
+	t = strtoull(line, &end, 10);
+	if (errno || end == line || (*end && *end != '\n'))
+		die(1, "--sync: invalid start time \"%s\"", line);
+	if (t < now_ns())
+		die(1, "--sync: start time already passed");
+	return t;
+}
+
+/* One histogram as JSON, with its non-empty buckets, for exact merging. */
+static void hist_json(FILE *f, const struct hist *h)
+{
+	bool first = true;
+
+	fprintf(f, "{\"count\": %" PRIu64 ", \"sum\": %" PRIu64 ", \"min\": %" PRIu64
+		", \"max\": %" PRIu64 ", \"buckets\": [", h->count, h->sum,
+		h->count ? h->min : 0, h->max);
+	for (unsigned int i = 0; i < HIST_BUCKETS; i++) {
+		if (!h->bucket[i])
+			continue;
+		fprintf(f, "%s[%u, %" PRIu64 "]", first ? "" : ", ", i, h->bucket[i]);
+		first = false;
+	}
+	fprintf(f, "]}");
 }
 
 int main(int argc, char **argv)
@@ -1037,7 +1092,10 @@ int main(int argc, char **argv)
 	for (int t = 0; t < opt.threads; t++)
 		if (pthread_create(&ths[t].tid, NULL, thread_main, &ths[t]))
 			die(1, "pthread_create failed");
-	t_start = now_ns() + 1000000;	/* 1 ms to get everyone going */
+	if (opt.sync)
+		t_start = synced_start();
+	else
+		t_start = now_ns() + 1000000;	/* 1 ms to get everyone going */
 	t_mstart = t_start + (uint64_t)(opt.warmup * 1e9);
 	t_end = t_mstart + (uint64_t)(opt.duration * 1e9);
 	t_mid = t_mstart + (t_end - t_mstart) / 2;
@@ -1145,7 +1203,11 @@ int main(int argc, char **argv)
 			"\"first_half_avg\": %.1f, \"second_half_avg\": %.1f},\n",
 			lag_avg, pct_us(&tot.lag, 99), tot.lag.max / 1e3,
 			lag_h1, lag_h2);
-		fprintf(f, " \"lag_growing\": %s, \"saturated\": %s}\n",
+		fprintf(f, " \"latency_hist\": ");
+		hist_json(f, &tot.lat);
+		fprintf(f, ",\n \"lag_hist\": ");
+		hist_json(f, &tot.lag);
+		fprintf(f, ",\n \"lag_growing\": %s, \"saturated\": %s}\n",
 			lag_growing ? "true" : "false", saturated ? "true" : "false");
 		if (fclose(f))
 			die(1, "cannot write %s: %s", opt.json, strerror(errno));
