@@ -7,6 +7,7 @@ applied to its device, its NAPIs and its process. The peer in nsB is a
 plain interrupt-driven reflector or load generator.
 """
 
+import contextlib
 import ctypes
 import glob
 from collections import defaultdict
@@ -14,12 +15,14 @@ import json
 import os
 import re
 import select
+import shlex
 import subprocess
 import sys
 import tempfile
 import time
 
 import nic_irqs
+import perf_stat
 
 NS_SUT, NS_PEER = "nsA", "nsB"
 ADDR_SUT, ADDR_PEER = "192.0.2.1", "192.0.2.2"
@@ -290,7 +293,10 @@ class HostPair(Pair):
     """Two real machines: this one is the SUT (interface NETIF, address
     BENCH_SUT_ADDR), the peer BENCH_PEER_ADDR is reached over ssh
     (BENCH_PEER_SSH=user@host) to start the reflector, with the same
-    checkout at the same path there (or BENCH_PEER_NAPI_RR)."""
+    checkout at the same path there (or BENCH_PEER_NAPI_RR).
+    BENCH_PEER_EXEC, a command prefix, replaces ssh: the runbook's dry
+    run (bench/host/runbook_dryrun.py) stands the peer in a namespace
+    with "ip netns exec nsB"."""
 
     kind = "host"
 
@@ -300,7 +306,9 @@ class HostPair(Pair):
                            NS_PEER: os.environ.get("BENCH_PEER_NETIF", os.environ["NETIF"])}
             self.addr = {NS_SUT: os.environ["BENCH_SUT_ADDR"],
                          NS_PEER: os.environ["BENCH_PEER_ADDR"]}
-            self.ssh = os.environ["BENCH_PEER_SSH"]
+            prefix = os.environ.get("BENCH_PEER_EXEC")
+            self.peer_prefix = (shlex.split(prefix) if prefix
+                                else ["ssh", os.environ["BENCH_PEER_SSH"]])
         except KeyError as exc:
             raise RuntimeError(f"real machines need {exc.args[0]} set (see README.md)")
         self.netns = {NS_SUT: None, NS_PEER: None}
@@ -310,7 +318,7 @@ class HostPair(Pair):
     def wrap(self, side, argv):
         if side == NS_SUT:
             return list(argv)
-        return ["ssh", self.ssh] + list(argv)
+        return self.peer_prefix + list(argv)
 
     def mac(self, side):
         if side == NS_SUT:
@@ -1169,9 +1177,11 @@ def insn_per_exchange(marks, cpus, exchanges):
             for fn, n in after.items()}, None
 
 
-def run_windowed(argv, irq_regex, timeout, extra=None):
+def run_windowed(argv, irq_regex, timeout, extra=None, perf=None):
     """Run a WindowedTool and snapshot the counters at its window's
-    edges (EXTRA() adds the caller's own, e.g. a process's CPU time):
+    edges (EXTRA() adds the caller's own, e.g. a process's CPU time;
+    PERF, a perf_stat.PerfStat, is enabled at the start edge and
+    disabled at the end edge):
     {"rc", "stdout", "stderr", "before", "after"}; the snapshots are None
     when the tool exited or hung before announcing the edge. Each holds
     what the tool said at its edge: "tool_time" (CLOCK_MONOTONIC of the
@@ -1185,7 +1195,11 @@ def run_windowed(argv, irq_regex, timeout, extra=None):
         said = tool.wait_edge(edge, deadline)
         if not said:
             break
+        if perf and edge == "end":
+            perf.disable()
         edges[key] = snapshot(irq_regex)
+        if perf and edge == "start":
+            perf.enable()
         edges[key]["tool_time"] = said["ns"] / 1e9 if said["ns"] is not None else None
         edges[key]["tool_sent"] = said["sent"]
         edges[key]["tool_served"] = said["served"]
@@ -1243,10 +1257,19 @@ def tool_difference(run, count):
     return None if None in values else values[1] - values[0]
 
 
-def measured_counts(run, pair, probes, tool_total, sut_cpus, kthread_pids=()):
+def perf_counter(wanted, cpus):
+    """A perf_stat.PerfStat over CPUS (cpu_set() names) for run_windowed()
+    when WANTED (--perf-stat), else a context that counts nothing (None)."""
+    if not wanted:
+        return contextlib.nullcontext()
+    return perf_stat.PerfStat(",".join(str(c).removeprefix("cpu") for c in cpus))
+
+
+def measured_counts(run, pair, probes, tool_total, sut_cpus, kthread_pids=(), perf=None):
     """The window's counters of a run_windowed() RUN per exchange, with
     the trace events cut to the window; None fields say why in
-    "not_measured". An exchange is a request served in the window (the
+    "not_measured". PERF (the run's perf_stat.PerfStat) adds "perf":
+    cycles and instructions per exchange, or why they were not counted. An exchange is a request served in the window (the
     difference of the tool's served counts at its edges); TOOL_TOTAL,
     the tool's own count of measured requests, stands in when an edge
     line carries no served count."""
@@ -1278,6 +1301,8 @@ def measured_counts(run, pair, probes, tool_total, sut_cpus, kthread_pids=()):
         counts["not_measured"].setdefault("kthread_cpu", "no NAPI kthread in this mode")
     counts["exchanges_from"] = "tool total" if served is None else "served in window"
     counts["trace_window_s"] = round(t1 - t0, 3)
+    if perf:
+        counts["perf"] = dict(perf.result(exchanges), cpus=perf.cpus)
     # The offered load of the window, and what the application received
     # in it: with the RX packets polled, it tells a receiver that fell
     # behind.

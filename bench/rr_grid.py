@@ -155,7 +155,8 @@ def run_cell(args, pair, modes, mode, transport, workload, rep, out):
         result = os.path.join(args.out, "cell.json")
         modes.probes.reset()
         loss_before = bl.loss_snapshot(pair)
-        with bl.Occupancy(**OCCUPANCY.get(mode, {})):
+        with bl.Occupancy(**OCCUPANCY.get(mode, {})), \
+                bl.perf_counter(args.perf_stat, SUT_CPUS) as perf:
             run = bl.run_windowed(
                 pair.wrap(bl.NS_SUT, [
                     "taskset", "-c", bl.CPU_APP, args.napi_rr, "client",
@@ -166,16 +167,17 @@ def run_cell(args, pair, modes, mode, transport, workload, rep, out):
                     "--warmup", str(args.warmup), "--json", result] + poll + xdp_opts
                     + (["--on-off", args.on_off] if args.on_off else [])),
                 pair.irq_regex, timeout=args.duration * 10 + 60,
-                extra=lambda: bl.tasks_cpu_ns(pids))
-        if run["rc"] != 0:
-            raise RuntimeError(f"client {bl.exit_text(run['rc'])}: {run['stderr'].strip()}")
-        with open(result) as f:
-            cell["client"] = json.load(f)
-        # Per-request counts divide by the replies served between the
-        # edge lines; the requests sent after the warm-up (the client's
-        # own total) only stand in when the edges carry no counts.
-        cell["counters"] = bl.measured_counts(run, pair, modes.probes,
-                                              cell["client"].get("sent", 0), SUT_CPUS, pids)
+                extra=lambda: bl.tasks_cpu_ns(pids), perf=perf)
+            if run["rc"] != 0:
+                raise RuntimeError(f"client {bl.exit_text(run['rc'])}: {run['stderr'].strip()}")
+            with open(result) as f:
+                cell["client"] = json.load(f)
+            # Per-request counts divide by the replies served between the
+            # edge lines; the requests sent after the warm-up (the client's
+            # own total) only stand in when the edges carry no counts.
+            cell["counters"] = bl.measured_counts(run, pair, modes.probes,
+                                                  cell["client"].get("sent", 0), SUT_CPUS, pids,
+                                                  perf)
         cell["status"] = "ok"
     except (RuntimeError, subprocess.TimeoutExpired, OSError, ValueError) as exc:
         cell["status"] = "error"
@@ -218,6 +220,9 @@ def main():
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--duration", type=float, default=3.0)
     parser.add_argument("--warmup", type=float, default=0.5)
+    parser.add_argument("--perf-stat", action="store_true",
+                        help="cycles and instructions per request on the SUT's CPUs "
+                        "(perf stat over the window; real hosts: TCG has no PMU)")
     args = parser.parse_args()
     workloads = list(range(min(args.workloads, len(WORKLOADS))))
     if args.workload_indexes:
