@@ -17,8 +17,11 @@ import benchlib as bl
 
 PORT = 11311
 # memcached runs one worker thread on one core, with the device IRQs, as
-# the seed pins both to the same NUMA-local cores.
+# the seed pins both to the same NUMA-local cores (--server-threads and
+# --server-cpus widen both on real hosts).
 SERVER_CPU = bl.CPU_APP.split(",")[0]
+# Several mc_load processes behind one window (--generators).
+GENERATORS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mc_generators.py")
 US = 1000  # ns per us: the seed gives timeouts in us, netlink takes ns
 
 
@@ -55,7 +58,8 @@ class Memcached:
             env["LD_PRELOAD"] = self.args.preload
         self.proc = subprocess.Popen(
             self.pair.wrap(bl.NS_SUT, [
-                "taskset", "-c", SERVER_CPU, "memcached", "-u", "root", "-t", "1",
+                "taskset", "-c", self.args.server_cpus, "memcached", "-u", "root",
+                "-t", str(self.args.server_threads),
                 "-c", "4096", "-l", self.pair.addr[bl.NS_SUT], "-p", str(PORT), "-U", "0"]),
             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         bl.busywait(self.listening, 20, "memcached listening")
@@ -76,6 +80,35 @@ class Memcached:
         bl.stop_process(self.proc)
 
 
+def generator_command(args, pair, qps, rep, result):
+    """The load generator's command line on the peer: mc_load itself, or
+    with --generators > 1 or a remote peer mc_generators.py, which runs
+    several and prints their merged result on stdout (on a remote peer
+    mc_load's --json file would stay there)."""
+    common = ["--server", pair.addr[bl.NS_SUT], "--port", str(PORT),
+              "--threads", str(args.gen_threads), "--duration", str(args.duration),
+              "--warmup", str(args.warmup)]
+    if args.generators == 1 and pair.kind != "host":
+        return pair.wrap(bl.NS_PEER, [
+            "taskset", "-c", args.gen_cpus, args.mc_load, "--connections", str(args.connections),
+            "--seed", str(rep + 1), "--json", result] + common
+            + (["--qps", str(qps)] if qps else ["--max"]))
+    return pair.wrap(bl.NS_PEER, [
+        "python3", GENERATORS, "--mc-load", args.mc_load, "--generators", str(args.generators),
+        "--cpus", args.gen_cpus, "--qps", str(qps), "--connections", str(args.connections),
+        "--seed", str(rep + 1), "--"] + common)
+
+
+def generator_result(run, result):
+    """The generator's JSON result: mc_generators.py's last stdout line,
+    or mc_load's --json file."""
+    for line in reversed(run["stdout"].splitlines()):
+        if line.startswith('{"load_gen"'):
+            return json.loads(line)["load_gen"]
+    with open(result) as f:
+        return json.load(f)
+
+
 def run_point(args, pair, modes, name, variant, qps, rep, out):
     started = time.monotonic()
     setup, env = variant
@@ -85,34 +118,34 @@ def run_point(args, pair, modes, name, variant, qps, rep, out):
         point["irq_suspend_ms"] = setup["irq_suspend"] / 1e6
     try:
         modes.apply(**setup)
-        modes.pin_irqs(SERVER_CPU)
+        modes.pin_irqs(args.server_cpus)
         result = os.path.join(args.out, "point.json")
-        with Memcached(args, pair, env) as server:
-            cmd = ["taskset", "-c", args.gen_cpus, args.mc_load,
-                   "--server", pair.addr[bl.NS_SUT], "--port", str(PORT),
-                   "--threads", str(args.gen_threads),
-                   "--connections", str(args.connections), "--duration", str(args.duration),
-                   "--warmup", str(args.warmup), "--seed", str(rep + 1), "--json", result]
-            cmd = pair.wrap(bl.NS_PEER, cmd + (["--qps", str(qps)] if qps else ["--max"]))
+        server_cpus = bl.cpu_set(args.server_cpus)
+        with Memcached(args, pair, env) as server, \
+                bl.perf_counter(args.perf_stat, server_cpus) as perf:
+            cmd = generator_command(args, pair, qps, rep, result)
             modes.probes.reset()
             loss_before = bl.loss_snapshot(pair)
             # Connect, preload and warm-up happen before the window opens.
             run = bl.run_windowed(cmd, pair.irq_regex, extra=server.cpu_ticks,
-                                  timeout=(args.duration + args.warmup) * 10 + 60)
-        point["loss"] = bl.loss_delta(loss_before, bl.loss_snapshot(pair))
-        if run["rc"] != 0:
-            raise RuntimeError(f"mc_load {bl.exit_text(run['rc'])}: {run['stderr'].strip()}")
-        with open(result) as f:
-            point["load_gen"] = json.load(f)
-        # Per-query counts divide by the queries served between the edge
-        # lines; those whose send time is in the window (mc_load's own
-        # total) only stand in when the edges carry no counts.
-        point["counters"] = bl.measured_counts(run, pair, modes.probes,
-                                               point["load_gen"].get("sent", 0),
-                                               bl.cpu_set(SERVER_CPU))
+                                  timeout=(args.duration + args.warmup) * 10 + 60, perf=perf)
+            point["loss"] = bl.loss_delta(loss_before, bl.loss_snapshot(pair))
+            if run["rc"] != 0:
+                raise RuntimeError(f"mc_load {bl.exit_text(run['rc'])}: {run['stderr'].strip()}")
+            point["load_gen"] = generator_result(run, result)
+            # Per-query counts divide by the queries served between the edge
+            # lines; those whose send time is in the window (mc_load's own
+            # total) only stand in when the edges carry no counts.
+            point["counters"] = bl.measured_counts(run, pair, modes.probes,
+                                                   point["load_gen"].get("sent", 0),
+                                                   server_cpus, perf=perf)
         queries = point["counters"]["exchanges"]
-        point["server_cpu_pct"] = point["counters"]["system"].get("cpu_busy_pct", {}) \
-            .get(f"cpu{SERVER_CPU}")
+        point["server_threads"] = args.server_threads
+        point["generators"] = args.generators
+        # The seed's cpu column: the server cores' mean busy share.
+        busy = [point["counters"]["system"].get("cpu_busy_pct", {}).get(c) for c in server_cpus]
+        point["server_cpu_pct"] = (round(sum(busy) / len(busy), 1)
+                                   if busy and None not in busy else None)
         if run["before"] and run["after"] and None not in (run["before"]["extra"],
                                                            run["after"]["extra"]):
             # memcached's own CPU time (process context only), per query.
@@ -154,6 +187,18 @@ def main():
                         help="load generator threads")
     parser.add_argument("--gen-cpus", default=bl.CPU_PEER,
                         help="CPUs of the load generator (taskset list)")
+    # Seed 001's loads (200K-1M qps) need a multi-threaded server and
+    # several generator processes on real hosts; the VM's defaults (one
+    # of each) keep its results comparable with earlier runs.
+    parser.add_argument("--server-threads", type=int, default=1, help="memcached -t")
+    parser.add_argument("--server-cpus", default=SERVER_CPU,
+                        help="CPUs of memcached and the SUT's IRQs (taskset list)")
+    parser.add_argument("--generators", type=int, default=1,
+                        help="mc_load processes (bench/mc_generators.py), --gen-cpus "
+                        "shared between them")
+    parser.add_argument("--perf-stat", action="store_true",
+                        help="cycles and instructions per query on --server-cpus "
+                        "(perf stat over the window; real hosts: TCG has no PMU)")
     args = parser.parse_args()
 
     os.makedirs(args.out, exist_ok=True)
