@@ -28,6 +28,8 @@ import statistics
 import sys
 from collections import defaultdict
 
+import seed_tables
+
 PCTS = ("p5", "p50", "p95", "p99")
 MAX_LOSS = 0.01         # no ratio where either side lost more
 SERVED = 0.95           # a repetition must serve this share of the offered rate
@@ -377,6 +379,7 @@ def rr_cells(cells):
         a["system"] = counts_of(ok, "system")
         a["not_measured"] = not_measured(ok)
         a["window_flags"] = window_flags(ok)
+        a["perf"] = seed_tables.perf_of(ok)
         # XDP hook to application, from the XDP metadata stamp.
         for p in ("p50", "p99"):
             a[f"deliver_{p}"] = med([c["client"][f"deliver_{p}_ns"] / 1000 for c in good
@@ -903,6 +906,7 @@ def mc_points(points):
         a["system"] = counts_of(ok, "system")
         a["not_measured"] = not_measured(ok)
         a["window_flags"] = window_flags(ok)
+        a["perf"] = seed_tables.perf_of(ok)
         a["loss"] = {k: sum((p.get("loss") or {}).get("sut", {}).get(k, 0)
                             for p in ok if isinstance((p.get("loss") or {}).get("sut"), dict))
                      for k in ("rx_drops", "tcp_retrans_segs")}
@@ -1407,6 +1411,32 @@ def plots(top, rr_agg, mc_agg):
     return made
 
 
+def seed_table_lines(runs):
+    """Seed 000's and seed 001's own tables (bench/seed_tables.py) for each
+    run and device: what a run on two hosts is compared with."""
+    lines = ["# The seeds' tables", "",
+             "Seed 000: \"Add support to do threaded napi busy poll\" (net-next v4); "
+             "seed 001: \"Suspend IRQs during application busy periods\" (net-next v3). "
+             "Same layout as their cover letters; the figures are this run's."]
+    for run in runs:
+        if run["plan"] == "baseline":
+            continue
+        rr, mc = rr_cells(run["rr"]), mc_points(run["mc"])
+        for device, transport in sorted({k[:2] for k in rr}):
+            table = seed_tables.seed000_table(rr, device, transport, WORKLOAD_ORDER)
+            if table:
+                lines += ["", f"## Seed 000: {device}, {transport.upper()} ({run['dir']}, "
+                          f"{run['label']} kernel)", ""]
+                lines += ([TCG_NOTE, ""] if is_tcg(run) else []) + table
+        for device in sorted({k[0] for k in mc}):
+            blocks = seed_tables.seed001_blocks(mc, device, variant_key, load_key)
+            if blocks:
+                lines += ["", f"## Seed 001: memcached on {device} ({run['dir']}, "
+                          f"{run['label']} kernel)", ""]
+                lines += ([TCG_NOTE, ""] if is_tcg(run) else []) + blocks
+    return lines
+
+
 def main():
     top = sys.argv[1]
     runs = load_runs(top)
@@ -1471,8 +1501,11 @@ def main():
         f.write("\n".join(lines) + "\n")
     with open(os.path.join(top, "bench.json"), "w") as f:
         json.dump(summary, f, indent=1, default=str)
+    with open(os.path.join(top, "seed-tables.md"), "w") as f:
+        f.write("\n".join(seed_table_lines(runs)) + "\n")
     print("\n".join(lines))
-    print(f"\n(tables: {top}/bench.md, JSON: {top}/bench.json, plots: "
+    print(f"\n(tables: {top}/bench.md, the seeds' own layout: {top}/seed-tables.md, "
+          f"JSON: {top}/bench.json, plots: "
           f"{', '.join(summary['plots']) or 'none'})")
     return rc
 
