@@ -15,7 +15,6 @@ import json
 import os
 import re
 import select
-import shlex
 import subprocess
 import sys
 import tempfile
@@ -294,36 +293,38 @@ class HostPair(Pair):
     BENCH_SUT_ADDR), the peer BENCH_PEER_ADDR is reached over ssh
     (BENCH_PEER_SSH=user@host) to start the reflector, with the same
     checkout at the same path there (or BENCH_PEER_NAPI_RR).
-    BENCH_PEER_EXEC, a command prefix, replaces ssh: the runbook's dry
-    run (bench/host/runbook_dryrun.py) stands the peer in a namespace
-    with "ip netns exec nsB"."""
+    BENCH_SUT_NETNS and BENCH_PEER_NETNS stand the two hosts in network
+    namespaces of this machine instead (the runbook's dry run,
+    bench/host/runbook_dryrun.py); the global sysctls stay this
+    machine's."""
 
     kind = "host"
 
     def setup(self):
+        self.netns = {NS_SUT: os.environ.get("BENCH_SUT_NETNS") or None,
+                      NS_PEER: os.environ.get("BENCH_PEER_NETNS") or None}
         try:
             self.ifname = {NS_SUT: os.environ["NETIF"],
                            NS_PEER: os.environ.get("BENCH_PEER_NETIF", os.environ["NETIF"])}
             self.addr = {NS_SUT: os.environ["BENCH_SUT_ADDR"],
                          NS_PEER: os.environ["BENCH_PEER_ADDR"]}
-            prefix = os.environ.get("BENCH_PEER_EXEC")
-            self.peer_prefix = (shlex.split(prefix) if prefix
-                                else ["ssh", os.environ["BENCH_PEER_SSH"]])
+            self.ssh = None if self.netns[NS_PEER] else os.environ["BENCH_PEER_SSH"]
         except KeyError as exc:
             raise RuntimeError(f"real machines need {exc.args[0]} set (see README.md)")
-        self.netns = {NS_SUT: None, NS_PEER: None}
         self._find_irqs(self.ifname[NS_SUT])
-        sh("ping", "-c1", "-W1", self.addr[NS_PEER])
+        sh(*self.wrap(NS_SUT, ["ping", "-c1", "-W1", self.addr[NS_PEER]]))
 
     def wrap(self, side, argv):
+        if self.netns[side]:
+            return super().wrap(side, argv)
         if side == NS_SUT:
             return list(argv)
-        return self.peer_prefix + list(argv)
+        return ["ssh", self.ssh] + list(argv)
 
     def mac(self, side):
         if side == NS_SUT:
             return super().mac(side)
-        out = sh("ip", "-j", "neigh", "show", self.addr[NS_PEER])
+        out = sh(*self.wrap(NS_SUT, ["ip", "-j", "neigh", "show", self.addr[NS_PEER]]))
         return json.loads(out)[0]["lladdr"]
 
     def teardown(self):
@@ -1029,7 +1030,7 @@ def loss_snapshot(pair):
     two real machines) maps to why."""
     snap = {}
     for side, role in ((NS_SUT, "sut"), (NS_PEER, "peer")):
-        if pair.kind == "host" and side == NS_PEER:
+        if pair.kind == "host" and side == NS_PEER and not pair.netns[side]:
             snap[role] = "the peer is another machine"
             continue
         try:
