@@ -6,7 +6,8 @@
 # usage: bench.sh [PLAN [OBJ]]
 #   PLAN  full (default), smoke (one short cell per mode, for CI),
 #         collapse, busy or adaptive (single experiments, see
-#         bench/guest-bench.sh)
+#         bench/guest-bench.sh), runbook (only the dry run of the two-host
+#         runbook, bench/host/runbook_dryrun.py; full runs it too)
 #   OBJ   the O= directory of a kernel already built from SRC: boot that
 #         one, no deps, apply or build (how 'make test' runs the smoke plan)
 #   BASELINE=1  also build the unpatched base with the same config and run
@@ -85,6 +86,16 @@ for k in "${kernels[@]}"; do
 		tail -5 "$dir/guest.log" >&2 || true
 		rc=1
 	fi
+	# The two-host runbook's dry run: a verdict of its own.
+	if [ "$kplan" = runbook ] || { [ "$kplan" = full ] && [ "${BENCH_RUNBOOK_DRYRUN:-1}" != 0 ]; }; then
+		if python3 -c 'import json, sys; sys.exit(not json.load(open(sys.argv[1]))["ok"])' \
+			"$dir/runbook-dryrun.json" 2>/dev/null; then
+			log "runbook dry run passed: $dir/host-dryrun/seed-tables.md"
+		else
+			log "runbook dry run failed or did not run: $dir/runbook-dryrun.json, $dir/runbook-dryrun.log"
+			rc=1
+		fi
+	fi
 	# A benchmark on a kernel that splatted is not a result.
 	if ! python3 "$TOP/workbench/splat.py" "$dir/console.log" >"$dir/splats.txt"; then
 		log "kernel splat during $dir:"
@@ -92,6 +103,9 @@ for k in "${kernels[@]}"; do
 		rc=1
 	fi
 done
-/usr/bin/python3 "$TOP/bench/bench_report.py" "$out" || rc=1
+# The runbook plan has no cells of its own: its dry run reported above.
+if [ "$plan" != runbook ]; then
+	/usr/bin/python3 "$TOP/bench/bench_report.py" "$out" || rc=1
+fi
 log "bench ($plan) finished in $(( $(date +%s) - start ))s with exit $rc; results in $out"
 exit $rc
