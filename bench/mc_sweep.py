@@ -121,14 +121,17 @@ def run_point(args, pair, modes, name, variant, qps, rep, out):
         modes.pin_irqs(args.server_cpus)
         result = os.path.join(args.out, "point.json")
         server_cpus = bl.cpu_set(args.server_cpus)
-        with Memcached(args, pair, env) as server, \
-                bl.perf_counter(args.perf_stat, server_cpus) as perf:
-            cmd = generator_command(args, pair, qps, rep, result)
-            modes.probes.reset()
-            loss_before = bl.loss_snapshot(pair)
-            # Connect, preload and warm-up happen before the window opens.
-            run = bl.run_windowed(cmd, pair.irq_regex, extra=server.cpu_ticks,
-                                  timeout=(args.duration + args.warmup) * 10 + 60, perf=perf)
+        # perf stat outlives memcached: its result is read below, with
+        # the other counts, once the server has stopped as before.
+        with bl.perf_counter(args.perf_stat, server_cpus) as perf:
+            with Memcached(args, pair, env) as server:
+                cmd = generator_command(args, pair, qps, rep, result)
+                modes.probes.reset()
+                loss_before = bl.loss_snapshot(pair)
+                # Connect, preload and warm-up happen before the window opens.
+                run = bl.run_windowed(cmd, pair.irq_regex, extra=server.cpu_ticks,
+                                      timeout=(args.duration + args.warmup) * 10 + 60,
+                                      perf=perf)
             point["loss"] = bl.loss_delta(loss_before, bl.loss_snapshot(pair))
             if run["rc"] != 0:
                 raise RuntimeError(f"mc_load {bl.exit_text(run['rc'])}: {run['stderr'].strip()}")

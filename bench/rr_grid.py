@@ -155,19 +155,22 @@ def run_cell(args, pair, modes, mode, transport, workload, rep, out):
         result = os.path.join(args.out, "cell.json")
         modes.probes.reset()
         loss_before = bl.loss_snapshot(pair)
-        with bl.Occupancy(**OCCUPANCY.get(mode, {})), \
-                bl.perf_counter(args.perf_stat, SUT_CPUS) as perf:
-            run = bl.run_windowed(
-                pair.wrap(bl.NS_SUT, [
-                    "taskset", "-c", bl.CPU_APP, args.napi_rr, "client",
-                    "--transport", transport, "--ifname", pair.ifname[bl.NS_SUT],
-                    "--src", pair.addr[bl.NS_SUT], "--dst", pair.addr[bl.NS_PEER],
-                    "--port", str(PORT), "--peer-mac", pair.mac(bl.NS_PEER),
-                    "--rate", str(rate), "--delay", str(delay), "--duration", str(args.duration),
-                    "--warmup", str(args.warmup), "--json", result] + poll + xdp_opts
-                    + (["--on-off", args.on_off] if args.on_off else [])),
-                pair.irq_regex, timeout=args.duration * 10 + 60,
-                extra=lambda: bl.tasks_cpu_ns(pids), perf=perf)
+        # perf stat outlives the spinners: its result is read below, with
+        # the other counts, once the occupancy of the mode is gone.
+        with bl.perf_counter(args.perf_stat, SUT_CPUS) as perf:
+            with bl.Occupancy(**OCCUPANCY.get(mode, {})):
+                run = bl.run_windowed(
+                    pair.wrap(bl.NS_SUT, [
+                        "taskset", "-c", bl.CPU_APP, args.napi_rr, "client",
+                        "--transport", transport, "--ifname", pair.ifname[bl.NS_SUT],
+                        "--src", pair.addr[bl.NS_SUT], "--dst", pair.addr[bl.NS_PEER],
+                        "--port", str(PORT), "--peer-mac", pair.mac(bl.NS_PEER),
+                        "--rate", str(rate), "--delay", str(delay),
+                        "--duration", str(args.duration),
+                        "--warmup", str(args.warmup), "--json", result] + poll + xdp_opts
+                        + (["--on-off", args.on_off] if args.on_off else [])),
+                    pair.irq_regex, timeout=args.duration * 10 + 60,
+                    extra=lambda: bl.tasks_cpu_ns(pids), perf=perf)
             if run["rc"] != 0:
                 raise RuntimeError(f"client {bl.exit_text(run['rc'])}: {run['stderr'].strip()}")
             with open(result) as f:
