@@ -447,15 +447,20 @@ class Modes:
             sh("chrt", "-o", "-p", "0", str(pid), check=False)
         self.pids = []
 
-    def pin_irqs(self, cpu):
-        """The SUT's vectors on CPU, the peer's on its own CPUs, so that
-        the SUT's CPUs count only the SUT's interrupts and softirqs."""
-        irqs = device_irqs(self.pair.irq_regex)
-        self.probes.set_irqs(irqs)
-        for irq in irqs:
-            write(f"/proc/irq/{irq}/smp_affinity_list", cpu)
-        for irq in device_irqs(self.pair.peer_irq_regex):
-            write(f"/proc/irq/{irq}/smp_affinity_list", CPU_PEER)
+    def pin_irqs(self, cpus):
+        """The SUT's vectors on CPUS, the peer's on its own CPUs, so that
+        the SUT's CPUs count only the SUT's interrupts and softirqs; a
+        list of CPUs (mc_sweep.py --server-cpus) gets them round-robin by
+        queue, as host-setup.py pins them."""
+        self.probes.set_irqs(device_irqs(self.pair.irq_regex))
+        for regex, where in ((self.pair.irq_regex, cpus), (self.pair.peer_irq_regex, CPU_PEER)):
+            if regex is None:
+                continue
+            with open("/proc/interrupts") as f:
+                vectors = nic_irqs.match_irqs(nic_irqs.interrupt_lines(f.read()), regex)
+            targets = [c.removeprefix("cpu") for c in cpu_set(where)]
+            for irq, cpu in nic_irqs.spread_by_queue(vectors, targets).items():
+                write(f"/proc/irq/{irq}/smp_affinity_list", cpu)
 
     def reset(self):
         self.state = {}

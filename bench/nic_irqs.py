@@ -71,6 +71,21 @@ def match_irqs(lines, regex):
     return sorted(found, key=lambda t: (t[2], t[0]))
 
 
+def queue_ranks(irqs):
+    """{queue number: rank} of IRQS ([(irq, name, queue)]): vectors of one
+    queue (igb's rx-0 and tx-0) share a CPU, and idpf's numbering from 1
+    still starts at the first CPU."""
+    return {q: i for i, q in enumerate(sorted({queue for _, _, queue in irqs}))}
+
+
+def spread_by_queue(irqs, cpus):
+    """{irq: cpu}: IRQS ([(irq, name, queue)]) on CPUS round-robin by
+    queue, as seed 001 spreads its queues over the server cores; every
+    vector on the one CPU when CPUS has one."""
+    ranks = queue_ranks(irqs)
+    return {irq: cpus[ranks[queue] % len(cpus)] for irq, _, queue in irqs}
+
+
 def families_for(driver):
     """The driver's family; every family, in turn, for a driver we do not know."""
     return [DRIVER_FAMILY[driver]] if driver in DRIVER_FAMILY else list(IRQ_FAMILIES)

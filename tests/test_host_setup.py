@@ -188,6 +188,17 @@ def test_queue_ranks_share_a_cpu_per_queue_and_start_idpf_at_the_first():
     assert hs.queue_ranks([(151, "a", 1), (152, "b", 2)]) == {1: 0, 2: 1}
 
 
+def test_benchmarks_spread_vectors_by_queue_like_the_setup():
+    """benchlib's pin_irqs() (mc_sweep.py --server-cpus) and host-setup.py
+    share nic_irqs.queue_ranks(): one queue's vectors on one CPU."""
+    import nic_irqs
+    igb = [(45, "eth1-rx-0", 0), (46, "eth1-tx-0", 0), (47, "eth1-rx-1", 1),
+           (48, "eth1-tx-1", 1), (49, "eth1-rx-2", 2)]
+    assert nic_irqs.spread_by_queue(igb, ["4", "5"]) == {45: "4", 46: "4", 47: "5", 48: "5",
+                                                        49: "4"}
+    assert set(nic_irqs.spread_by_queue(igb, ["1"]).values()) == {"1"}
+
+
 # --- helpers ----------------------------------------------------------------------------------
 
 def test_cpu_lists_and_masks():

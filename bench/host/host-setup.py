@@ -39,7 +39,7 @@ import sys
 
 # The benchmarks' own module, one directory up.
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from nic_irqs import data_irqs  # noqa: E402
+from nic_irqs import data_irqs, queue_ranks  # noqa: E402
 
 # The order apply() works in; each group is planned again right before it
 # runs, because the one before changes what it sees (SMT off takes CPUs
@@ -128,12 +128,6 @@ def nic_irqs(host, netif):
     return data_irqs(host.read("/proc/interrupts"), netif,
                      host.link_name(f"/sys/class/net/{netif}/device"),
                      host.link_name(f"/sys/class/net/{netif}/device/driver"))[0]
-
-
-def queue_ranks(irqs):
-    """{queue number: rank}: vectors of one queue (igb's rx-0 and tx-0)
-    share a CPU, and idpf's numbering from 1 still starts at the first CPU."""
-    return {q: i for i, q in enumerate(sorted({queue for _, _, queue in irqs}))}
 
 
 # --- CPU lists -------------------------------------------------------------------
