@@ -49,6 +49,7 @@ def test_steps_in_order_with_both_seeds(monkeypatch, tmp_path):
     assert mc[mc.index("--loads") + 1] == "200000 400000 600000 800000 1000000 0"
     assert mc[mc.index("--server-threads") + 1] == "8"
     assert mc[mc.index("--generators") + 1] == "4" and "--perf-stat" in mc
+    assert mc[mc.index("--gen-threads") + 1] == "2" and mc[mc.index("--connections") + 1] == "64"
     assert "suspend200" in mc[mc.index("--variants") + 1].split()
     assert byname["report"][0][-1] == str(tmp_path)
 

@@ -163,6 +163,10 @@ def main(argv=None):
     parser.add_argument("--server-threads", type=int, default=8, help="seed 001: memcached -t")
     parser.add_argument("--gen-cpus", default="2-9", help="seed 001: the peer's generators")
     parser.add_argument("--generators", type=int, default=4, help="seed 001: mc_load processes")
+    parser.add_argument("--gen-threads", type=int, default=2,
+                        help="seed 001: threads of each mc_load process")
+    parser.add_argument("--connections", type=int, default=64,
+                        help="seed 001: connections to memcached, over all generators")
     parser.add_argument("--setup-dry-run", action="store_true",
                         help="host-setup.py apply --dry-run (prints, changes nothing)")
     parser.add_argument("--rr-args", default="", help="more rr_grid.py options")
@@ -204,7 +208,9 @@ def main(argv=None):
         "--x", SEED001_X, "--variants", variants, "--loads", SEED001_LOADS,
         "--irq-suspend-ms", "20", "--server-threads", str(args.server_threads),
         "--server-cpus", args.server_cpus, "--generators", str(args.generators),
-        "--gen-cpus", args.gen_cpus, "--perf-stat"] + shlex.split(args.mc_args), env=env)
+        "--gen-cpus", args.gen_cpus, "--gen-threads", str(args.gen_threads),
+        "--connections", str(args.connections), "--perf-stat"] + shlex.split(args.mc_args),
+        env=env)
     steps.run("record-sut-after", sut_prefix + host_setup(args, "sut", "001", "record"),
               stdout_to=os.path.join(args.out, "host-sut.json"))
     benchmarks_ok = all(s["rc"] == 0 for s in steps.done)

@@ -28,7 +28,8 @@ import seed_tables  # noqa: E402
 # Short cells: the dry run checks the steps, not the figures.
 RR_ARGS = ("--modes 'interrupts threaded-busy' --workload-indexes 0 --transports udp "
            "--rate-scale 0.05 --reps 1 --duration 1 --warmup 0.2")
-MC_ARGS = "--x 20 --variants 'base suspend20' --loads 500 --reps 1 --duration 1 --warmup 0.2"
+MC_ARGS = ("--x 20 --variants 'base suspend20' --loads 500 --reps 1 --duration 1 --warmup 0.2 "
+           "--connections 8 --gen-threads 1")
 
 
 def perf_reported(cells):
