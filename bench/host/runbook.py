@@ -37,6 +37,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 BENCH = os.path.dirname(HERE)
 TOP = os.path.dirname(BENCH)
 HOST_SETUP = os.path.join(HERE, "host-setup.py")
+# The scripts that run here use this interpreter (make bench's guest runs
+# /usr/bin/python3, which has the YNL library's yaml); the peer's python3
+# runs host-setup.py there, standard library only.
+PY = sys.executable or "python3"
 
 # Seed 000's four columns and five (rate, delay) workloads, unscaled.
 SEED000_MODES = "interrupts busy-inline busy-thread threaded-busy"
@@ -137,7 +141,7 @@ def finish_run_dir(args, steps, log_start):
         json.dump(benchlib.machine_info(), f)
     with open(os.path.join(out, "console.log"), "w") as f:
         f.writelines(line + "\n" for line in kernel_log()[log_start:])
-    steps.run("splat-scan", ["python3", os.path.join(TOP, "workbench", "splat.py"),
+    steps.run("splat-scan", [PY, os.path.join(TOP, "workbench", "splat.py"),
                              os.path.join(out, "console.log")],
               stdout_to=os.path.join(out, "splats.txt"))
 
@@ -192,7 +196,7 @@ def main(argv=None):
               stdout_to=os.path.join(args.out, "host-peer-before.json"))
     both("setup-seed000", "000", "apply")
     steps.run("seed000-rr-grid", [
-        "python3", os.path.join(BENCH, "rr_grid.py"), "--devices", "host",
+        PY, os.path.join(BENCH, "rr_grid.py"), "--devices", "host",
         "--out", args.out, "--src", args.src, "--napi-rr", os.path.join(BENCH, "rr", "napi_rr"),
         "--modes", SEED000_MODES, "--workload-indexes", SEED000_WORKLOADS, "--transports", "xdp",
         "--rate-scale", "1", "--perf-stat"] + shlex.split(args.rr_args), env=env)
@@ -201,7 +205,7 @@ def main(argv=None):
     variants = " ".join(SEED001_VARIANTS_BASE.split() + [f"defer{x}" for x in xs]
                         + [f"suspend{x}" for x in xs])
     steps.run("seed001-mc-sweep", [
-        "python3", os.path.join(BENCH, "mc_sweep.py"), "--devices", "host",
+        PY, os.path.join(BENCH, "mc_sweep.py"), "--devices", "host",
         "--out", args.out, "--src", args.src,
         "--mc-load", os.path.join(BENCH, "memcached", "mc_load"),
         "--preload", os.path.join(BENCH, "memcached", "libepoll_busy_poll.so"),
@@ -218,7 +222,7 @@ def main(argv=None):
     with open(os.path.join(args.out, "guest-finished"), "w") as f:
         f.write("0\n" if benchmarks_ok else "1\n")
     top = os.path.dirname(args.out)
-    steps.run("report", ["python3", os.path.join(BENCH, "bench_report.py"), top])
+    steps.run("report", [PY, os.path.join(BENCH, "bench_report.py"), top])
     result = {"ok": all(s["rc"] == 0 for s in steps.done), "steps": steps.done,
               "out": args.out, "seed_tables": os.path.join(top, "seed-tables.md")}
     with open(os.path.join(args.out, "runbook.json"), "w") as f:

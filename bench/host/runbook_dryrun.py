@@ -96,7 +96,7 @@ def main(argv=None):
     try:
         pair.setup()
         done = subprocess.run(
-            ["python3", os.path.join(HERE, "runbook.py"), "--out", run_dir, "--src", args.src,
+            [sys.executable, os.path.join(HERE, "runbook.py"), "--out", run_dir, "--src", args.src,
              "--netif", pair.ifname[bl.NS_SUT], "--peer-netif", pair.ifname[bl.NS_PEER],
              "--sut-addr", bl.ADDR_SUT, "--peer-addr", bl.ADDR_PEER,
              "--sut-netns", bl.NS_SUT, "--peer-netns", bl.NS_PEER,
