@@ -194,14 +194,27 @@ class Generators:
         return True
 
     def wait_for(self, match, deadline):
-        """The first line of each process that MATCH accepts, None when a
-        process ended or DEADLINE passed before."""
+        """The first line of each process that MATCH accepts, None as soon
+        as a process ended without one or DEADLINE passed."""
         while True:
             found = [next((m for m in lines if match(m)), None) for lines in self.lines]
             if None not in found:
                 return found
+            if any(m is None and p.stdout.closed for m, p in zip(found, self.procs)):
+                return None
             if time.monotonic() > deadline or not self.read(deadline):
                 return None
+
+    def release(self, line=None):
+        """Write LINE (the start time) to every process's stdin and close
+        it; without LINE, a process waiting for it reads EOF and exits."""
+        for p in self.procs:
+            try:
+                if line:
+                    p.stdin.write(line.encode())
+                p.stdin.close()
+            except OSError:
+                pass        # the process is gone: finish() reports it
 
     def finish(self, timeout):
         deadline = time.monotonic() + timeout
@@ -228,11 +241,10 @@ def run(args, extra):
     errors = []
     if gens.wait_for(lambda m: m.get("ready"), deadline) is None:
         errors.append("a generator ended before it was ready")
+        gens.release()
     else:
         start = time.clock_gettime_ns(time.CLOCK_MONOTONIC) + int(START_MARGIN_S * 1e9)
-        for p in gens.procs:
-            p.stdin.write(f"{start}\n".encode())
-            p.stdin.close()
+        gens.release(f"{start}\n")
         for edge in ("start", "end"):
             said = gens.wait_for(lambda m, e=edge: m.get("window") == e, deadline)
             if said is None:

@@ -80,6 +80,11 @@ class Memcached:
         bl.stop_process(self.proc)
 
 
+def generator_timeout(args):
+    """Seconds a point's load generator may take, connect and drain included."""
+    return (args.duration + args.warmup) * 10 + 60
+
+
 def generator_command(args, pair, qps, rep, result):
     """The load generator's command line on the peer: mc_load itself, or
     with --generators > 1 or a remote peer mc_generators.py, which runs
@@ -96,7 +101,7 @@ def generator_command(args, pair, qps, rep, result):
     return pair.wrap(bl.NS_PEER, [
         "python3", GENERATORS, "--mc-load", args.mc_load, "--generators", str(args.generators),
         "--cpus", args.gen_cpus, "--qps", str(qps), "--connections", str(args.connections),
-        "--seed", str(rep + 1), "--"] + common)
+        "--seed", str(rep + 1), "--timeout", str(generator_timeout(args)), "--"] + common)
 
 
 def generator_result(run, result):
@@ -130,8 +135,7 @@ def run_point(args, pair, modes, name, variant, qps, rep, out):
                 loss_before = bl.loss_snapshot(pair)
                 # Connect, preload and warm-up happen before the window opens.
                 run = bl.run_windowed(cmd, pair.irq_regex, extra=server.cpu_ticks,
-                                      timeout=(args.duration + args.warmup) * 10 + 60,
-                                      perf=perf)
+                                      timeout=generator_timeout(args), perf=perf)
             point["loss"] = bl.loss_delta(loss_before, bl.loss_snapshot(pair))
             if run["rc"] != 0:
                 raise RuntimeError(f"mc_load {bl.exit_text(run['rc'])}: {run['stderr'].strip()}")

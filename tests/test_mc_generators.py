@@ -5,6 +5,7 @@ import json
 import random
 import subprocess
 import sys
+import time
 
 from test_napi_rr import MC_LOAD_KEYS, mc_load, memcached_port  # noqa: F401 (fixtures)
 
@@ -120,3 +121,23 @@ def test_two_processes_share_one_window(mc_load, memcached_port):  # noqa: F811
     assert load["generators"] == 2 and load["connections"] == 4 and load["target_qps"] == 400
     assert load["sent"] > 0 and load["errors"] == 0
     assert load["latency_hist"]["count"] == load["received"]
+
+
+def test_a_generator_that_fails_releases_the_others(tmp_path):
+    """The first process fails before it is ready; the second, ready and
+    waiting for the start time, reads EOF and exits instead of waiting
+    until the timeout."""
+    fake = tmp_path / "fake_mc_load"
+    fake.write_text("#!/bin/sh\n"
+                    "case \" $* \" in *\" --seed 1 \"*) echo cannot connect >&2; exit 1;; esac\n"
+                    "echo '{\"ready\": true}'\n"
+                    "read start || { echo no start time >&2; exit 1; }\n")
+    fake.chmod(0o755)
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, GENERATORS, "--mc-load", str(fake), "--generators",
+                           "2", "--cpus", "0", "--qps", "100", "--connections", "2",
+                           "--timeout", "60"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1
+    assert "ended before it was ready" in done.stderr and "cannot connect" in done.stderr
+    assert '"load_gen"' not in done.stdout
+    assert time.monotonic() - started < 30
