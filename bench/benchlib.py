@@ -1309,6 +1309,13 @@ def measured_counts(run, pair, probes, tool_total, sut_cpus, kthread_pids=(), pe
     counts["trace_window_s"] = round(t1 - t0, 3)
     if perf:
         counts["perf"] = dict(perf.result(exchanges), cpus=perf.cpus)
+        # perf is switched when the harness reads the edge lines, not at
+        # the edges themselves: say so where that matters.
+        perf_window = counts["perf"].get("window_s")
+        if perf_window and counts["trace_window_s"] and \
+                abs(perf_window / counts["trace_window_s"] - 1) > WINDOW_TOLERANCE:
+            counts["perf"]["window_mismatch"] = (f"perf counted over {perf_window} s, the tool's "
+                                                 f"window is {counts['trace_window_s']} s")
     # The offered load of the window, and what the application received
     # in it: with the RX packets polled, it tells a receiver that fell
     # behind.

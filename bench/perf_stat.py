@@ -89,6 +89,7 @@ class PerfStat:
         self.reason = None
         self.proc = None
         self.ctl = self.ack = None
+        self.acked = {}         # "enable"/"disable": time.monotonic() of perf's ack
         self.dir = tempfile.mkdtemp(prefix="perf-stat-")
         self.out = os.path.join(self.dir, "stat.csv")
 
@@ -144,6 +145,7 @@ class PerfStat:
                 self._fail(f"perf stat did not acknowledge {word}")
                 return
             got += os.read(self.ack, 64)
+        self.acked[word] = time.monotonic()
 
     def enable(self):
         self._command("enable")
@@ -168,7 +170,11 @@ class PerfStat:
                     counts = parse_csv(f.read())
             except OSError as exc:
                 self._fail(f"no perf stat output: {exc}")
-        return per_query(counts, queries, self.reason)
+        out = per_query(counts, queries, self.reason)
+        if not self.reason and len(self.acked) == 2:
+            # What perf counted over, to compare with the tool's window.
+            out["window_s"] = round(self.acked["disable"] - self.acked["enable"], 3)
+        return out
 
     def __exit__(self, *exc):
         if self.proc and self.proc.poll() is None:

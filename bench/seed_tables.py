@@ -43,6 +43,10 @@ def perf_of(cells):
                 why.setdefault(key, missing.get(key) or missing.get(event) or "not counted")
         out[key] = statistics.median(values) if values else None
     out["why"] = why
+    # perf switched by the harness noticeably later than the tool's edges.
+    out["flags"] = [perf["window_mismatch"] for c in cells
+                    if (perf := (c.get("counters") or {}).get("perf"))
+                    and perf.get("window_mismatch")]
     return out
 
 
@@ -62,9 +66,11 @@ def load_label(load):
     return rate_label(int(load))
 
 
-def why_lines(reasons, lines):
+def why_lines(reasons, lines, flags=()):
     for what, why in sorted(reasons.items()):
         lines.append(f"- {what} not counted: {why}")
+    for flag in flags:
+        lines.append(f"- cpq/ipq of {flag}")
 
 
 def seed000_table(agg, device, transport, workload_order=None):
@@ -77,7 +83,7 @@ def seed000_table(agg, device, transport, workload_order=None):
     order = workload_order or {}
     lines = ["| Experiment | " + " | ".join(c for c, _ in SEED000_COLUMNS) + " |",
              "|---|" + "---|" * len(SEED000_COLUMNS)]
-    reasons = {}
+    reasons, flags = {}, []
     for rate, delay in sorted(here, key=lambda w: (order.get(w, 99), w)):
         cells = [agg.get((device, transport, rate, delay, m)) for _, m in SEED000_COLUMNS]
         lines.append(f"| {rate_label(rate)} pkt/s + {delay}us delay |" + " |" * len(cells))
@@ -90,12 +96,14 @@ def seed000_table(agg, device, transport, workload_order=None):
             f"cpq: {number(c['perf']['cpq'])} ipq: {number(c['perf']['ipq'])}"
             if c and c.get("perf") else "-" for c in cells) + " |")
         for (_, mode), c in zip(SEED000_COLUMNS, cells):
-            for key, why in ((c or {}).get("perf") or {}).get("why", {}).items():
+            perf = (c or {}).get("perf") or {}
+            for key, why in perf.get("why", {}).items():
                 reasons.setdefault(f"{key} ({mode})", why)
+            flags += [f"{mode} at {rate_label(rate)} pkt/s: {f}" for f in perf.get("flags", [])]
     lines.append("")
     lines.append("Latency in ns, medians over the repetitions; cpq/ipq (not in the seed): "
                  "the SUT's cycles and instructions per request (perf stat).")
-    why_lines(reasons, lines)
+    why_lines(reasons, lines, flags)
     return lines
 
 
@@ -106,7 +114,7 @@ def seed001_blocks(agg, device, variant_key, load_key):
     if not loads:
         return []
     lines = ["```"]
-    reasons = {}
+    reasons, flags = {}, []
     for load in loads:
         rows = [SEED001_HEAD]
         for (d, cell_load, variant), a in sorted(agg.items(), key=lambda kv: variant_key(kv[0][2])):
@@ -118,6 +126,7 @@ def seed001_blocks(agg, device, variant_key, load_key):
                          number(perf.get("cpq")), number(perf.get("ipq"))))
             for key, why in perf.get("why", {}).items():
                 reasons.setdefault(f"{key} ({variant})", why)
+            flags += [f"{variant} at {load_label(load)}: {f}" for f in perf.get("flags", [])]
         widths = [max(len(r[i]) for r in rows) for i in range(len(SEED001_HEAD))]
         lines += [" ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip() for r in rows]
         lines.append("")
@@ -125,5 +134,5 @@ def seed001_blocks(agg, device, variant_key, load_key):
     lines.append("")
     lines.append("Latency in us, medians over the repetitions; cpu: the server cores' busy %; "
                  "cpq/ipq: cycles and instructions per query on the server cores (perf stat).")
-    why_lines(reasons, lines)
+    why_lines(reasons, lines, flags)
     return lines

@@ -676,6 +676,40 @@ def test_trace_is_cut_at_the_tools_own_window_edges():
     assert probes.cut == (run["before"]["time"], run["after"]["time"])
 
 
+class FakePerf:
+    """perf_stat.PerfStat's interface: what run_windowed() and
+    measured_counts() call, in order."""
+
+    cpus = "0"
+
+    def __init__(self, window_s):
+        self.calls, self.window_s = [], window_s
+
+    def enable(self):
+        self.calls.append("enable")
+
+    def disable(self):
+        self.calls.append("disable")
+
+    def result(self, queries):
+        self.calls.append(("result", queries))
+        return {"cycles": 1900, "instructions": 3800, "cpq": round(1900 / queries),
+                "ipq": round(3800 / queries), "window_s": self.window_s}
+
+
+@pytest.mark.parametrize("perf_window, flagged", [(2.0, False), (2.1, True)])
+def test_perf_stat_is_switched_at_the_edges_and_divided_by_the_served(perf_window, flagged):
+    run_perf = FakePerf(perf_window)
+    run = benchlib.run_windowed(fake_tool(
+        '{"window": "start", "ns": 5000000000, "sent": 61, "served": 60}',
+        '{"window":"end","ns":7000000000,"sent":261,"served":250}'), None, timeout=30,
+        perf=run_perf)
+    counts = benchlib.measured_counts(run, Pair(), Probes(), 200, ["cpu0"], perf=run_perf)
+    assert run_perf.calls == ["enable", "disable", ("result", 190)]
+    assert (counts["perf"]["cpq"], counts["perf"]["ipq"], counts["perf"]["cpus"]) == (10, 20, "0")
+    assert ("window_mismatch" in counts["perf"]) == flagged
+
+
 def test_edges_without_counts_fall_back_to_the_tools_total():
     run = benchlib.run_windowed(fake_tool('{"window": "start", "ns": 5000000000}',
                                           '{"window":"end","ns":7000000000,"replies":260}'),

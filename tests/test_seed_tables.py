@@ -26,7 +26,8 @@ def host_run(top):
         c.update(rate=12000, seed_rate=12000)
     not_counted = {"not_counted": {"cycles": "perf printed <not supported>",
                                    "instructions": "perf printed <not supported>"}}
-    mc = [with_perf(mc_point("base", 200000, 25, 458, 1.0, device="host"), cpq=12748, ipq=11289),
+    mc = [with_perf(mc_point("base", 200000, 25, 458, 1.0, device="host"), cpq=12748, ipq=11289,
+                    window_mismatch="perf counted over 2.1 s, the tool's window is 2.0 s"),
           with_perf(mc_point("suspend20", 200000, 29, 170, 0.0, device="host"), **not_counted),
           with_perf(mc_point("base", "MAX", 100, 14979, 1.0, device="host"), cpq=8679, ipq=7918)]
     write_run(top, "run1-patched-full", "patched", rr=rr, mc=mc)
@@ -56,6 +57,8 @@ def test_host_run_gives_both_seed_tables(tmp_path):
     assert rows.index(base) < rows.index(suspend) < rows.index(top_load)
     # What was not counted says why, never 0.
     assert "- cpq (suspend20) not counted: perf printed <not supported>" in lines
+    assert "- cpq/ipq of base at 200K: perf counted over 2.1 s, the tool's window is 2.0 s" \
+        in lines
 
 
 def test_a_run_without_perf_stat_says_so():
