@@ -109,3 +109,32 @@ def test_dryrun_checks_pass_and_fail(tmp_path):
     assert "mc_load exit 1" in checks["mc.jsonl"]
     assert checks["seed 001 table"] != True  # noqa: E712 (a reason string)
     assert checks["runbook steps"] == "failed steps: ['report']"
+
+
+def test_host_pair_in_namespaces_or_over_ssh(monkeypatch):
+    """benchlib.HostPair: the dry run's namespaces replace ssh; the SUT's
+    commands run in its namespace, or here on a real host."""
+    import benchlib
+    ran = []
+    monkeypatch.setattr(benchlib, "sh", lambda *cmd, **kw: ran.append(list(cmd)) or "")
+    monkeypatch.setattr(benchlib.nic_irqs, "netif_irq_regex", lambda netif: None)
+    env = {"NETIF": "nsim1", "BENCH_PEER_NETIF": "nsim2", "BENCH_SUT_ADDR": "192.0.2.1",
+           "BENCH_PEER_ADDR": "192.0.2.2"}
+    for k, v in dict(env, BENCH_SUT_NETNS="nsA", BENCH_PEER_NETNS="nsB").items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.delenv("BENCH_PEER_SSH", raising=False)
+    pair = benchlib.HostPair()
+    pair.setup()
+    assert ran == [["ip", "netns", "exec", "nsA", "ping", "-c1", "-W1", "192.0.2.2"]]
+    assert pair.wrap(benchlib.NS_PEER, ["napi_rr"]) == ["ip", "netns", "exec", "nsB", "napi_rr"]
+    assert pair.netns == {benchlib.NS_SUT: "nsA", benchlib.NS_PEER: "nsB"}
+
+    monkeypatch.delenv("BENCH_SUT_NETNS")
+    monkeypatch.delenv("BENCH_PEER_NETNS")
+    monkeypatch.setenv("BENCH_PEER_SSH", "root@peer")
+    pair = benchlib.HostPair()
+    pair.setup()
+    assert pair.wrap(benchlib.NS_SUT, ["napi_rr"]) == ["napi_rr"]
+    assert pair.wrap(benchlib.NS_PEER, ["napi_rr"]) == ["ssh", "root@peer", "napi_rr"]
+    # The peer's loss counters are on another machine.
+    assert benchlib.loss_snapshot(pair)["peer"] == "the peer is another machine"
