@@ -9,8 +9,8 @@
 #   at rising rates, up to a busy server) or adaptive (threaded busy
 #   polling with and without giving the core back, against interrupts:
 #   the grid's cells of those modes and the on/off traffic experiment)
-#   or runbook (only the dry run of the two-host runbook, which the full
-#   plan also runs at its end unless BENCH_RUNBOOK_DRYRUN=0)
+#   or runbook (the dry run of the two-host runbook; make bench's full
+#   plan boots once more for it)
 # BENCH_RR_ARGS / BENCH_MC_ARGS append options to rr_grid.py / mc_sweep.py.
 set -eu
 out=$1 src=$2 plan=$3
@@ -134,11 +134,10 @@ if [ "$plan" = full ] || [ "$plan" = smoke ]; then
 	# shellcheck disable=SC2086
 	"$py" "$here/mc_sweep.py" "${mc[@]}" ${BENCH_MC_ARGS:-} || rc=1
 fi
-if [ "$plan" = runbook ] || { [ "$plan" = full ] && [ "${BENCH_RUNBOOK_DRYRUN:-1}" != 0 ]; }; then
+if [ "$plan" = runbook ]; then
 	# The two-host runbook end to end, nsA and nsB standing in for the
-	# hosts, last (it sets up its own netdevsim pair). Its verdict is
-	# runbook-dryrun.json, which bench.sh reports as its own result; the
-	# benchmarks' status above stays theirs.
+	# hosts. Its verdict is runbook-dryrun.json, which bench.sh reports
+	# as its own result.
 	"$py" "$here/host/runbook_dryrun.py" --out "$out" --src "$src" >"$out/runbook-dryrun.log" 2>&1 ||
 		echo "runbook dry run failed: $out/runbook-dryrun.json" >&2
 fi

@@ -80,3 +80,15 @@ def test_labels_follow_the_seed():
 def test_no_seed_mode_no_table():
     agg = {("host", "udp", 600, 0, "epoll-prefer"): {"p99": 1.0}}
     assert seed_tables.seed000_table(agg, "host", "udp") == []
+
+
+def test_the_runbook_boot_is_no_run_of_cells(tmp_path):
+    """make bench's full plan boots once more for the runbook's dry run;
+    that boot has no cells and must not make the report fail."""
+    top = str(tmp_path)
+    host_run(top)
+    write_run(top, "run2-patched-runbook", "patched")
+    rc, summary, md = report(top)
+    assert rc == 0
+    assert "run2-patched-runbook" not in md
+    assert [r["dir"] for r in summary["runs"]] == ["run1-patched-full"]
