@@ -185,3 +185,20 @@ def test_guest_checks_the_budget_only_where_it_binds(tmp_path):
         vm_cmd = (run / "top" / "build" / "results" / "test" / "vm" / "vm-cmd").read_text()
         # A second may pass between the start and the budget's reckoning.
         assert expected in vm_cmd or (budget == "150" and "GUEST_BUDGET=29 " in vm_cmd), vm_cmd
+
+
+def test_smoke_run_gets_the_slow_kernels_time(tmp_path):
+    """The benchmark smoke run boots the test kernel: KASAN slows its guest
+    as it slows the selftests (420 s timed out twice under KASAN), so its
+    limit takes the same factor; the debug kernel keeps 420 s."""
+    for kasan, limit in (("", "420"), ("1", "1680")):
+        run = tmp_path / f"kasan{kasan}"
+        make_test(run, {
+            **STATIC_STEPS_PASS,
+            "build.sh": "exit 0",
+            "ksft-install.sh": "exit 0",
+            "vm.sh": "exit 0",
+            "check-package.sh": "exit 0",
+            "bench.sh": f'echo "$BENCH_VM_TIMEOUT" >{run}/smoke-limit',
+        }, env_extra={"SKIP_STATIC": "1", "VM_ACCEL": "kvm", "KASAN": kasan})
+        assert (run / "smoke-limit").read_text() == limit + "\n", kasan

@@ -23,6 +23,12 @@ esac
 # Seconds the steps after the selftests take at most on the 2-core
 # machine, and what a VM takes to boot and shut down.
 PACKAGE_CHECK_TIME=300 BENCH_SMOKE_TIME=420 VM_BOOT_TIME=120
+# KASAN and KCSAN slow the smoke run's guest as they slow the selftests
+# (420 s timed the smoke run out under KASAN, in its memcached cells).
+case $FLAVOUR in
+kasan | kcsan) BENCH_SMOKE_TIME=$(awk -v t="$BENCH_SMOKE_TIME" -v s="${KASAN_TIMEOUT_SCALE:-4}" \
+	'BEGIN { printf "%d", t * s }') ;;
+esac
 export RESULTS=$RESULTS/${SUBSET:-test}
 ksft=$TOP/build/ksft${SUBSET:+-subset}
 shown=${RESULTS#"$TOP"/}
