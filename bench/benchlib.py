@@ -1183,6 +1183,15 @@ def insn_per_exchange(marks, cpus, exchanges):
             for fn, n in after.items()}, None
 
 
+def conclude(result, path):
+    """Write RESULT (a dict with "ok") to PATH, print it as the caller's
+    last stdout line and return the exit code it stands for."""
+    with open(path, "w") as f:
+        json.dump(result, f, indent=1)
+    print(json.dumps(result))
+    return 0 if result["ok"] else 1
+
+
 def run_windowed(argv, irq_regex, timeout, extra=None, perf=None):
     """Run a WindowedTool and snapshot the counters at its window's
     edges (EXTRA() adds the caller's own, e.g. a process's CPU time;

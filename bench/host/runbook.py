@@ -35,6 +35,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BENCH = os.path.dirname(HERE)
+sys.path.insert(0, BENCH)
+import benchlib  # noqa: E402 (needs the path above)
 TOP = os.path.dirname(BENCH)
 HOST_SETUP = os.path.join(HERE, "host-setup.py")
 # The scripts that run here use this interpreter (make bench's guest runs
@@ -135,8 +137,6 @@ def finish_run_dir(args, steps, log_start):
         accel = "tcg" if "QEMU TCG" in f.read() else "native"
     with open(os.path.join(out, "accel"), "w") as f:
         f.write(accel + "\n")
-    sys.path.insert(0, BENCH)
-    import benchlib  # noqa: E402 (needs the path above)
     with open(os.path.join(out, "machine.json"), "w") as f:
         json.dump(benchlib.machine_info(), f)
     with open(os.path.join(out, "console.log"), "w") as f:
@@ -225,10 +225,7 @@ def main(argv=None):
     steps.run("report", [PY, os.path.join(BENCH, "bench_report.py"), top])
     result = {"ok": all(s["rc"] == 0 for s in steps.done), "steps": steps.done,
               "out": args.out, "seed_tables": os.path.join(top, "seed-tables.md")}
-    with open(os.path.join(args.out, "runbook.json"), "w") as f:
-        json.dump(result, f, indent=1)
-    print(json.dumps(result))
-    return 0 if result["ok"] else 1
+    return benchlib.conclude(result, os.path.join(args.out, "runbook.json"))
 
 
 if __name__ == "__main__":

@@ -118,10 +118,7 @@ def main(argv=None):
     verdict = {"ok": all(v is True for v in checks.values()), "checks": checks,
                "runbook": result}
     os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, "runbook-dryrun.json"), "w") as f:
-        json.dump(verdict, f, indent=1)
-    print(json.dumps(verdict))
-    return 0 if verdict["ok"] else 1
+    return bl.conclude(verdict, os.path.join(args.out, "runbook-dryrun.json"))
 
 
 if __name__ == "__main__":
