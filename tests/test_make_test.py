@@ -30,7 +30,10 @@ def make_test(tmp_path, stubs, path_stubs=None, env_extra=None):
     (venv / "python").chmod(0o755)
     env = {k: v for k, v in os.environ.items()
            if k not in ("TESTS", "RESULTS", "SKIP_STATIC", "KASAN", "OBJ", "VM_ACCEL",
-                        "BASE_VERSION", "KERNEL_SRC", "PATCHES")}
+                        "BASE_VERSION", "KERNEL_SRC", "PATCHES",
+                        # make test-subsets runs the unit tests with these
+                        "SUBSET", "SELFTESTS_LIST", "BENCH_SMOKE", "PACKAGE_CHECK",
+                        "BENCH_VM_TIMEOUT", "KASAN_TIMEOUT_SCALE", "MAKE_TEST_BUDGET")}
     env.update(NAPI_CACHE=str(tmp_path / "cache"), HOME=str(tmp_path),
                PATH=f"{bindir}:{os.environ['PATH']}", **(env_extra or {}))
     proc = subprocess.run([str(top / "workbench" / "test.sh")], env=env,
