@@ -609,13 +609,18 @@ def snapshot(irq_regex):
     return snap
 
 
-def cpu_set(spec):
-    """ "0,3" or "1-2" -> ["cpu0", "cpu3"] / ["cpu1", "cpu2"]."""
+def cpu_numbers(spec):
+    """ "0,3" or "1-2" (a taskset list) -> [0, 3] / [1, 2]."""
     cpus = []
     for part in str(spec).split(","):
         lo, _, hi = part.partition("-")
-        cpus += [f"cpu{c}" for c in range(int(lo), int(hi or lo) + 1)]
+        cpus += list(range(int(lo), int(hi or lo) + 1))
     return cpus
+
+
+def cpu_set(spec):
+    """ "0,3" or "1-2" -> ["cpu0", "cpu3"] / ["cpu1", "cpu2"]."""
+    return [f"cpu{c}" for c in cpu_numbers(spec)]
 
 
 def per(value, exchanges):

@@ -29,6 +29,8 @@ import sys
 import tempfile
 import time
 
+import benchlib as bl
+
 # bench/include/hist.h: values below 2^SUB_BITS are exact, every power of
 # two above is split into 2^SUB_BITS buckets.
 HIST_SUB_BITS = 7
@@ -143,19 +145,10 @@ def split(total, parts):
     return [total // parts + (i < total % parts) for i in range(parts)]
 
 
-def cpu_list(spec):
-    """'0,3' or '1-4' -> [0, 3] / [1, 2, 3, 4]."""
-    cpus = []
-    for part in str(spec).split(","):
-        lo, _, hi = part.partition("-")
-        cpus += list(range(int(lo), int(hi or lo) + 1))
-    return cpus
-
-
 def commands(args, extra, json_paths):
     """One mc_load command line per process: the rate and connections
     split between them, each on its share of --cpus, its own seed."""
-    cpus = cpu_list(args.cpus)
+    cpus = bl.cpu_numbers(args.cpus)
     shares = [[c for j, c in enumerate(cpus) if j % args.generators == i] or cpus
               for i in range(args.generators)]
     conns = split(args.connections, args.generators)
