@@ -31,6 +31,10 @@ ADDR_SUT, ADDR_PEER = "192.0.2.1", "192.0.2.2"
 CPU_APP = os.environ.get("BENCH_CPU_APP", "0,3")
 CPU_NAPI = os.environ.get("BENCH_CPU_NAPI", "1")
 CPU_PEER = os.environ.get("BENCH_CPU_PEER", "2")
+# A CPU none of them uses, kept free of interrupts: the SCHED_FIFO
+# spinner of the spinning modes' matched control runs there (rr_grid.py,
+# "interrupts+matched"). make bench boots a fifth vCPU for it.
+CPU_SPARE = os.environ.get("BENCH_CPU_SPARE", "4")
 
 
 def sh(*cmd, ns=None, check=True, capture=True, timeout=60):
@@ -497,19 +501,23 @@ class Occupancy:
     SPINNERS are (policy, cpus) pairs, policy "fifo" (SCHED_FIFO 50, as
     the busy-poll kthread) or "other"; RT_RUNTIME_US, if set, is written
     to kernel.sched_rt_runtime_us for the duration (the guest runs with
-    RT throttling off, -1, as the seed's host set-up)."""
+    RT throttling off, -1, as the seed's host set-up); IRQ_FREE, a CPU
+    whose interrupts are moved away first (irqs_left: those that could
+    not be)."""
 
     RT_RUNTIME = "/proc/sys/kernel/sched_rt_runtime_us"
 
-    def __init__(self, spinners=(), rt_runtime_us=None):
+    def __init__(self, spinners=(), rt_runtime_us=None, irq_free=None):
         self.spinners, self.rt_runtime_us = spinners, rt_runtime_us
+        self.irq_free, self.irqs_left = irq_free, None
         self.procs, self.saved_rt = [], None
 
     def __enter__(self):
         if self.rt_runtime_us is not None:
-            with open(self.RT_RUNTIME) as f:
-                self.saved_rt = f.read().strip()
+            self.saved_rt = read_text(self.RT_RUNTIME)
             write(self.RT_RUNTIME, self.rt_runtime_us)
+        if self.irq_free is not None:
+            self.irqs_left = irqs_off(self.irq_free)
         for policy, cpus in self.spinners:
             sched = ["chrt", "-f", "50"] if policy == "fifo" else ["chrt", "-o", "0"]
             self.procs.append(subprocess.Popen(
@@ -616,6 +624,43 @@ def cpu_numbers(spec):
         lo, _, hi = part.partition("-")
         cpus += list(range(int(lo), int(hi or lo) + 1))
     return cpus
+
+
+def read_text(path):
+    with open(path) as f:
+        return f.read().strip()
+
+
+def online_cpus():
+    return cpu_numbers(read_text("/sys/devices/system/cpu/online"))
+
+
+def spare_cpu_problem(cpu=CPU_SPARE):
+    """Why CPU cannot be the matched control's CPU without interrupts,
+    or None: it must be online and not one the other roles use."""
+    used = cpu_numbers(CPU_APP) + cpu_numbers(CPU_NAPI) + cpu_numbers(CPU_PEER)
+    if int(cpu) in used:
+        return f"BENCH_CPU_SPARE={cpu} is the application's, the NAPI's or the peer's"
+    if int(cpu) not in online_cpus():
+        return f"CPU {cpu} is not online (make bench boots BENCH_VM_CPUS=5)"
+    return None
+
+
+def irqs_off(cpu):
+    """Move every interrupt the kernel lets us move off CPU; returns the
+    IRQs whose effective affinity still includes it."""
+    cpu, left = int(cpu), []
+    for path in sorted(glob.glob("/proc/irq/[0-9]*")):
+        with contextlib.suppress(OSError, ValueError):
+            allowed = cpu_numbers(read_text(f"{path}/smp_affinity_list"))
+            if cpu in allowed and len(allowed) > 1:
+                with open(f"{path}/smp_affinity_list", "w") as f:
+                    f.write(",".join(str(c) for c in allowed if c != cpu))
+        with contextlib.suppress(OSError, ValueError):
+            effective = read_text(f"{path}/effective_affinity_list")
+            if effective and cpu in cpu_numbers(effective):
+                left.append(int(os.path.basename(path)))
+    return left
 
 
 def cpu_set(spec):
