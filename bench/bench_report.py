@@ -57,6 +57,7 @@ def load_runs(top):
             continue
         run = {"dir": os.path.basename(d), "label": read(d, "kernel-label", "?"),
                "accel": read(d, "accel", "?"), "plan": os.path.basename(d).rsplit("-", 1)[-1]}
+        run["tcg_thread"] = tcg_thread(run["accel"])
         try:
             with open(os.path.join(d, "machine.json")) as f:
                 run["machine"] = json.load(f)
@@ -129,6 +130,21 @@ def ratio(a, b, nd=2):
 
 def is_tcg(run):
     return "tcg" in run["accel"]
+
+
+def tcg_thread(accel):
+    """"single" or "multi" for a TCG boot (workbench/vm.sh's accel line:
+    "tcg (thread=multi)"), None for KVM or a real host."""
+    if "tcg" not in accel:
+        return None
+    return "multi" if "thread=multi" in accel else "single"
+
+
+def run_name(run):
+    """The run as the tables name it: its kernel, and TCG's threading
+    where it is multi (the single-threaded default goes unsaid)."""
+    return f"{run['label']} kernel" + (", multi-threaded TCG" if run["tcg_thread"] == "multi"
+                                       else "")
 
 
 # --- what each repetition is worth ------------------------------------------
@@ -396,7 +412,7 @@ def rr_tables(run, agg, lines, summary):
     all_modes = sorted({k[4] for k in agg}, key=mode_key)
     combos = sorted({k[:2] for k in agg})
     for device, transport in combos:
-        lines.append(f"\n### {device}, {transport.upper()}: latency in us ({run['label']} kernel)\n")
+        lines.append(f"\n### {device}, {transport.upper()}: latency in us ({run_name(run)})\n")
         if is_tcg(run):
             lines.append(f"{TCG_NOTE}\n")
         here = [m for m in all_modes if any(k[:2] == (device, transport) and k[4] == m
@@ -435,7 +451,9 @@ def rr_tables(run, agg, lines, summary):
                 if thr or base:
                     value, shown[ref] = ratio_or_na(thr, base, "threaded-busy" if not thr else ref)
                     ratios[f"threaded_p99_over_{ref}_p99"] = value
-            summary["rr"].append({"kernel": run["label"], "device": device, "transport": transport,
+            summary["rr"].append({"kernel": run["label"], "run": run_name(run),
+                                  "tcg_thread": run["tcg_thread"], "device": device,
+                                  "transport": transport,
                                   "rate": rate, "delay_us": delay, "ratios": ratios,
                                   "ratios_shown": shown,
                                   "modes": {m: agg.get((device, transport, rate, delay, m))
@@ -511,7 +529,7 @@ def not_measured_lines(reasons, lines):
             f"{what}: {why}" for what, why in sorted(reasons.items())))
 
 
-MODE_ORDER = ["interrupts", "interrupts+spinners", "busy-inline", "busy-thread",
+MODE_ORDER = ["interrupts", "interrupts+matched", "interrupts+spinners", "busy-inline", "busy-thread",
               "threaded-busy", "threaded-busy-adaptive", "threaded-busy+block", "threaded-busy+other", "threaded",
               "threaded-busy+all", "epoll-prefer", "epoll-suspend", "uring-prefer", "uring-suspend"]
 WORKLOAD_ORDER = {}
@@ -525,13 +543,15 @@ def rr_ratio_lines(summary, lines):
     lines.append("\n### Threaded busy poll p99 relative to interrupts and to busy-thread\n")
     lines.append(f"No ratio (n/a) where either side lost more than {MAX_LOSS:.0%} of its "
                  "requests or its mode cannot engage on that device and transport.\n")
-    lines.append("| device | transport | workload | threaded/interrupts | threaded/busy-thread |")
-    lines.append("|---|---|---|---|---|")
+    lines.append("| run | device | transport | workload | threaded/interrupts | "
+                 "threaded/busy-thread |")
+    lines.append("|---|---|---|---|---|---|")
     for s in summary["rr"]:
         shown = s["ratios_shown"]
         if shown:
-            lines.append(f"| {s['device']} | {s['transport']} | {s['rate']}+{s['delay_us']}us | "
-                         f"{shown.get('interrupts', '-')} | {shown.get('busy-thread', '-')} |")
+            lines.append(f"| {s['run']} | {s['device']} | {s['transport']} | "
+                         f"{s['rate']}+{s['delay_us']}us | {shown.get('interrupts', '-')} | "
+                         f"{shown.get('busy-thread', '-')} |")
 
 
 # Each compared SUT count: the per-request counts it sums.
@@ -663,6 +683,9 @@ COLLAPSE_P50_US = 100000.0  # or its median latency exceeded 100 ms
 # What each control changes against threaded-busy.
 COLLAPSE_CONTROLS = {
     "interrupts": "reference: interrupt mode",
+    "interrupts+matched": "interrupts with threaded-busy's spinning on the emulator (spinning "
+                          "receiver, SCHED_FIFO spinner on a CPU without IRQs), no series code, "
+                          "the interrupt path's CPU left free",
     "interrupts+spinners": "interrupts + threaded-busy's CPU occupancy (SCHED_FIFO spinner "
                            "on the kthread's CPU, SCHED_OTHER spinner on the receiver's), "
                            "no series code",
@@ -718,10 +741,14 @@ def collapse_verdict(agg, device, transport, workload=None):
     if state("interrupts"):
         return ("no verdict", "interrupt mode collapsed as well: the load is beyond what "
                 "this machine sustains")
+    if state("interrupts+matched"):
+        return ("emulation artefact", "the same spinning without any series code, on a CPU "
+                "without IRQs (interrupts+matched), collapsed too: the spinning vCPUs starve "
+                "the emulated machine, not a kernel path")
     if state("interrupts+spinners"):
-        return ("emulation artefact", "the same CPU occupancy without any series code "
-                "(interrupts + spinners) collapsed too: the spinning CPUs starve the "
-                "emulated machine, not a kernel path")
+        return ("CPU starvation", "a SCHED_FIFO spinner on the IRQs' CPU collapses interrupt "
+                "mode too (interrupts+spinners), the matched control does not: a spinning "
+                "FIFO thread starves that CPU's softirq work, with or without the series")
     cured = [COLLAPSE_CONTROLS[m] for m in ("threaded-busy+block", "threaded-busy+other")
              if state(m) is False]
     if cured:
@@ -736,7 +763,7 @@ def collapse_verdict(agg, device, transport, workload=None):
 def collapse_lines(run, agg, lines, summary):
     if not agg:
         return
-    lines.append(f"\n### Threaded busy-poll collapse experiment ({run['label']} kernel)\n")
+    lines.append(f"\n### Threaded busy-poll collapse experiment ({run_name(run)})\n")
     lines.append(f"One boot, modes interleaved per repetition. Collapsed: more than "
                  f"{COLLAPSE_LOSS:.0%} lost, p50 over {COLLAPSE_P50_US / 1000:.0f} ms or no "
                  "reply at all. Controls: " + "; ".join(
@@ -750,7 +777,8 @@ def collapse_lines(run, agg, lines, summary):
                            key=lambda w: (WORKLOAD_ORDER.get(w, 99), w))
         for workload in workloads:
             verdict, why = collapse_verdict(agg, device, transport, workload)
-            summary["collapse"].append({"kernel": run["label"], "device": device,
+            summary["collapse"].append({"kernel": run["label"], "run": run_name(run),
+                                        "tcg_thread": run["tcg_thread"], "device": device,
                                         "transport": transport,
                                         "workload": f"{workload[0]}+{workload[1]}us",
                                         "verdict": verdict, "why": why})
@@ -781,7 +809,7 @@ def on_off_lines(run, agg, lines, summary):
     if not agg:
         return
     pattern = run["on_off"][0].get("on_off") or "?"
-    lines.append(f"\n### On/off traffic ({run['label']} kernel): bursts and gaps of "
+    lines.append(f"\n### On/off traffic ({run_name(run)}): bursts and gaps of "
                  f"{pattern.replace(':', ' / ')} ms\n")
     lines.append("Per request over the window of bursts and gaps, medians. kthr CPU%: the "
                  "NAPI kthreads' CPU time, % of one CPU over the whole window (gaps "
@@ -820,9 +848,96 @@ def collapse_head(verdicts, lines):
     if not verdicts:
         return
     md_table(lines, "Threaded busy-poll collapse: verdict (issue 14), from this run",
-             ("kernel", "device", "transport", "workload", "verdict", "why"),
-             [(v["kernel"], v["device"], v["transport"], v["workload"],
+             ("run", "device", "transport", "workload", "verdict", "why"),
+             [(v["run"], v["device"], v["transport"], v["workload"],
                f"**{v['verdict']}**", v["why"]) for v in verdicts])
+
+
+# --- the spinning modes under both of TCG's schedulers (issue 29, item 5) ---
+
+def p99_order(a, b):
+    """A's p99 against B's over every repetition: "lower" or "higher"
+    where their ranges do not overlap, else "same"."""
+    (a_lo, a_hi), (b_lo, b_hi) = a["p99_spread"], b["p99_spread"]
+    if a_hi < b_lo:
+        return "lower"
+    return "higher" if a_lo > b_hi else "same"
+
+
+def latency_verdict(agg, key):
+    """(verdict or None, figures or why not) of threaded-busy's p99
+    against interrupt mode's at KEY (device, transport, rate, delay),
+    every repetition judged. The matched control spins as threaded-busy
+    does without its code: where it moves p99 the same way, at least as
+    far, the difference is the emulator's scheduling of spinning vCPUs."""
+    thr, irq, ctl = (agg.get(key + (mode,))
+                     for mode in ("threaded-busy", "interrupts", "interrupts+matched"))
+    why = (why_no_ratio(thr, irq, "threaded-busy and interrupts")
+           or why_no_ratio(ctl, irq, "interrupts+matched"))
+    broken = [] if why else (broken_reps(thr, "threaded-busy") + broken_reps(irq, "interrupts")
+                             + broken_reps(ctl, "interrupts+matched"))
+    if why or broken:
+        return None, why or "n/a: " + "; ".join(broken)
+    figures = (f"threaded-busy/interrupts {fmt(ratio(thr['p99'], irq['p99']), 2)}, "
+               f"matched/interrupts {fmt(ratio(ctl['p99'], irq['p99']), 2)}")
+    order = p99_order(thr, irq)
+    if order == "same":
+        return "no difference", figures
+    if p99_order(ctl, irq) == order and p99_order(thr, ctl) != order:
+        return "the emulator's (the matched control too)", figures
+    return f"threaded-busy p99 {order}", figures
+
+
+def both_schedulers(judged):
+    """One verdict from JUDGED ({"single"|"multi": (verdict or None,
+    text)}): a verdict stands only where both schedulers give it."""
+    missing = [t for t in ("single", "multi") if t not in judged]
+    if missing:
+        return f"no verdict: not run under {missing[0]}-threaded TCG"
+    unjudged = [t for t in ("single", "multi") if judged[t][0] is None]
+    if unjudged:
+        return f"no verdict: none under {unjudged[0]}-threaded TCG"
+    single, multi = judged["single"][0], judged["multi"][0]
+    return single if single == multi else "depends on the emulator's scheduling"
+
+
+def spinning_rows(runs):
+    """Per device, transport and workload, threaded-busy's latency and the
+    collapse experiment judged under single- and multi-threaded TCG."""
+    seen = {"single": ({}, {}), "multi": ({}, {})}
+    for run in runs:
+        if run["tcg_thread"] and run["plan"] == "spinning" and not run["problem"]:
+            seen[run["tcg_thread"]][0].update(rr_cells(run["rr"]))
+            seen[run["tcg_thread"]][1].update(rr_cells(run["collapse"]))
+    judged = defaultdict(dict)
+    for thread, (grid, collapse) in seen.items():
+        for key in {k[:4] for k in grid if k[4] == "threaded-busy"}:
+            judged[("latency p99",) + key][thread] = latency_verdict(grid, key)
+        for key in {k[:4] for k in collapse}:
+            judged[("collapse",) + key][thread] = collapse_verdict(collapse, *key[:2], key[2:4])
+    rows = []
+    for key in sorted(judged, key=lambda k: (k[0], k[1], k[2], WORKLOAD_ORDER.get(k[3:5], 99))):
+        verdicts = judged[key]
+        rows.append({"what": key[0], "device": key[1], "transport": key[2],
+                     "workload": f"{key[3]}+{key[4]}us", "verdict": both_schedulers(verdicts),
+                     **{t: f"{v[0] or '-'}: {v[1]}" for t, v in verdicts.items()}})
+    return rows
+
+
+def spinning_head(rows, lines):
+    if not rows:
+        return
+    md_table(lines, "Spinning modes under single- and multi-threaded TCG (issue 29, item 5)",
+             ("what", "device", "transport", "workload", "verdict", "single-threaded",
+              "multi-threaded"),
+             [(r["what"], r["device"], r["transport"], r["workload"], f"**{r['verdict']}**",
+               r.get("single", "not run"), r.get("multi", "not run")) for r in rows])
+    lines.append("\nA spinning vCPU holds single-threaded TCG for whole time slices; "
+                 "multi-threaded TCG gives each vCPU a host thread (still sharing the host's "
+                 "cores). A verdict stands only where both give it; each is judged on every "
+                 "repetition (p99 ranges that do not overlap), with the matched control "
+                 "(interrupts+matched: threaded-busy's spinning without its code) telling "
+                 "the emulator's share.")
 
 
 # --- where the run's time went -----------------------------------------------
@@ -850,7 +965,9 @@ EMULATOR_DEPENDENCE = (
     ("Depend on it", "latencies and every latency ratio between modes, achieved rates, "
      "saturation, the collapse verdicts, memcached's CPU %: under single-threaded TCG one host "
      "thread runs the vCPUs in turn, so a vCPU that spins (a busy-polling kthread, an "
-     "application in busy poll, a spinner control) holds the others for a whole time slice"),
+     "application in busy poll, a spinner control) holds the others for a whole time slice; "
+     "the spinning modes' latency and collapse verdicts stand only where single- and "
+     "multi-threaded TCG agree (the table at the top)"),
     ("Partly", "per-request counts (polls, interrupts, softirqs, re-arms): how many packets "
      "arrive per interrupt follows the emulator's batching"),
     ("Do not", "NAPI core instructions per request for a given number of packets per poll "
@@ -925,7 +1042,7 @@ def load_key(load):
 def mc_tables(run, agg, lines, summary):
     for device in sorted({k[0] for k in agg}):
         loads = sorted({k[1] for k in agg if k[0] == device}, key=load_key)
-        lines.append(f"\n### memcached on {device} ({run['label']} kernel): medians; "
+        lines.append(f"\n### memcached on {device} ({run_name(run)}): medians; "
                      "latency in us; cpu = server core busy % in the window (system-wide "
                      "view of that core), mc us/q = memcached's own CPU time per query; per "
                      "query over the measured window: SUT device RX interrupts (and their "
@@ -1430,13 +1547,13 @@ def seed_table_lines(runs):
             table = seed_tables.seed000_table(rr, device, transport, WORKLOAD_ORDER)
             if table:
                 lines += ["", f"## Seed 000: {device}, {transport.upper()} ({run['dir']}, "
-                          f"{run['label']} kernel)", ""]
+                          f"{run_name(run)})", ""]
                 lines += ([TCG_NOTE, ""] if is_tcg(run) else []) + table
         for device in sorted({k[0] for k in mc}):
             blocks = seed_tables.seed001_blocks(mc, device, variant_key, load_key)
             if blocks:
                 lines += ["", f"## Seed 001: memcached on {device} ({run['dir']}, "
-                          f"{run['label']} kernel)", ""]
+                          f"{run_name(run)})", ""]
                 lines += ([TCG_NOTE, ""] if is_tcg(run) else []) + blocks
     return lines
 
@@ -1481,8 +1598,11 @@ def main():
         if is_tcg(run):
             lines.append(f"  - {TCG_NOTE}")
         if run["plan"] != "baseline":
-            main_rr.update(rr_cells(run["rr"]))
-            main_mc.update(mc_points(run["mc"]))
+            # The goals read the plans' own cells; the spinning plan's
+            # boots serve the spinning modes' verdicts (spinning_rows()).
+            if run["plan"] != "spinning":
+                main_rr.update(rr_cells(run["rr"]))
+                main_mc.update(mc_points(run["mc"]))
             rr_tables(run, rr_cells(run["rr"]), lines, summary)
             mc_tables(run, mc_points(run["mc"]), lines, summary)
             collapse_lines(run, rr_cells(run["collapse"]), lines, summary)
@@ -1499,6 +1619,8 @@ def main():
     head = ["# napi-series benchmarks", ""]
     goal_lines(summary["goals"], head)
     collapse_head(summary["collapse"], head)
+    summary["spinning"] = spinning_rows(runs)
+    spinning_head(summary["spinning"], head)
     lines = head + ["", "## Runs", ""] + lines
     summary["plots"] = plots(top, main_rr, main_mc)
     with open(os.path.join(top, "bench.md"), "w") as f:

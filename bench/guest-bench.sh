@@ -2,15 +2,17 @@
 # Runs inside the VM (or on a real machine, see README.md): the latency
 # grid and the memcached sweep, results as JSON lines in OUT.
 # usage: guest-bench.sh OUT SRC PLAN
-#   PLAN: full (grid, collapse experiment, on/off traffic experiment,
-#   memcached sweep), smoke,
+#   PLAN: full (grid, on/off traffic experiment, memcached sweep), smoke,
 #   baseline (interrupt mode only), collapse (the threaded busy-poll
 #   collapse experiment only), busy (epoll and io_uring modes on virtio
 #   at rising rates, up to a busy server) or adaptive (threaded busy
 #   polling with and without giving the core back, against interrupts:
 #   the grid's cells of those modes and the on/off traffic experiment)
 #   or runbook (the dry run of the two-host runbook; make bench's full
-#   plan boots once more for it)
+#   plan boots once more for it) or spinning (the spinning modes'
+#   latency cells with their matched control and the collapse
+#   experiment, for the verdicts that need single- and multi-threaded
+#   TCG; make bench's full plan boots it under each)
 # BENCH_RR_ARGS / BENCH_MC_ARGS append options to rr_grid.py / mc_sweep.py.
 set -eu
 out=$1 src=$2 plan=$3
@@ -56,6 +58,9 @@ workloads=${BENCH_WORKLOADS:-0 3}
 collapse=(--collapse --devices "${BENCH_COLLAPSE_DEVICES:-netdevsim virtio igb}"
 	  --transports "${BENCH_COLLAPSE_TRANSPORTS:-udp xdp}" --reps "${BENCH_COLLAPSE_REPS:-2}"
 	  --rate-scale 0.05 --duration 2 --warmup 0.3)
+# Where both the spinning modes' latency and the collapse experiment
+# have something to say: UDP on the devices with interrupts.
+spinning_devices=${BENCH_SPINNING_DEVICES:-virtio igb}
 case $plan in
 full)
 	# 2 s cells, 3 repetitions, the lowest rate (the goals' threaded
@@ -84,6 +89,15 @@ smoke)
 		  --duration 1 --warmup 0.2)
 	;;
 collapse | runbook) ;;
+spinning)
+	rr+=(--modes "interrupts interrupts+matched busy-thread threaded-busy threaded-busy-adaptive"
+	     --devices "$spinning_devices" --transports udp
+	     --rate-scale "${BENCH_RATE_SCALE:-0.05}" --duration 2 --warmup 0.3
+	     --workload-indexes "$workloads")
+	collapse=(--collapse --devices "${BENCH_COLLAPSE_DEVICES:-$spinning_devices}"
+		  --transports "${BENCH_COLLAPSE_TRANSPORTS:-udp}" --reps "${BENCH_COLLAPSE_REPS:-2}"
+		  --rate-scale 0.05 --duration 2 --warmup 0.3)
+	;;
 adaptive)
 	rr+=(--modes "interrupts threaded-busy threaded-busy-adaptive"
 	     --rate-scale "${BENCH_RATE_SCALE:-0.05}" --duration 2 --warmup 0.3
@@ -122,7 +136,7 @@ busy)
 	"$py" "$here/rr_grid.py" "${rr[@]}" ${BENCH_RR_ARGS:-} || rc=1
 	;;
 esac
-if [ "$plan" = full ] || [ "$plan" = smoke ]; then
+if [ "$plan" = smoke ] || [ "$plan" = spinning ]; then
 	"$py" "$here/rr_grid.py" "${rr[@]}" "${collapse[@]}" || rc=1
 fi
 if [ "$plan" = full ] || [ "$plan" = smoke ] || [ "$plan" = adaptive ]; then

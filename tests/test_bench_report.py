@@ -60,12 +60,12 @@ def mc_point(variant, load, cpu, p99, irqs, saturated=False, device="virtio", **
             "counters": counters(**dict({"rx_irqs": irqs}, **sut))}
 
 
-def write_run(top, name, label, rr=(), mc=(), finished="0", splats="[]"):
+def write_run(top, name, label, rr=(), mc=(), finished="0", splats="[]", thread="single"):
     """A run directory as bench.sh leaves it; FINISHED (guest-finished)
     or SPLATS (splats.txt) None: the file is not there."""
     d = os.path.join(top, name)
     os.makedirs(d)
-    for fname, text in (("kernel-label", label), ("accel", "tcg (thread=single)"),
+    for fname, text in (("kernel-label", label), ("accel", f"tcg (thread={thread})"),
                         ("machine.json", json.dumps({"kernel": "6.12.117", "vcpus": 2})),
                         ("guest-finished", finished), ("splats.txt", splats)):
         if text is None:
@@ -515,8 +515,12 @@ def collapse_cells(collapsing, transport="udp"):
     # igb: busy polling only on the RX NAPIs works, on every NAPI it does not.
     (("threaded-busy+all",), "harness choice"),
     (("threaded-busy", "interrupts"), "no verdict"),
+    # The matched control spins as threaded-busy does, its IRQs' CPU left free.
+    (("threaded-busy", "interrupts+matched", "interrupts+spinners", "threaded-busy+block",
+      "threaded-busy+other"), "emulation artefact"),
+    # A FIFO spinner on the IRQs' CPU starves its softirq work: not the emulator's.
     (("threaded-busy", "interrupts+spinners", "threaded-busy+block", "threaded-busy+other"),
-     "emulation artefact"),
+     "CPU starvation"),
     (("threaded-busy", "threaded-busy+other"), "harness choice"),
     (("threaded-busy", "threaded-busy+block", "threaded-busy+other", "threaded"),
      "kernel bug (threaded NAPI)"),
@@ -1032,3 +1036,75 @@ def test_a_tcg_run_says_which_figures_the_emulators_scheduling_shapes(tmp_path):
     _, _, md = report(top)
     assert "### Figures and the emulator's scheduling" in md
     assert "- Do not: NAPI core instructions per request" in md
+
+
+def spinning_cells(p99s, device="virtio"):
+    """The spinning plan's grid cells: MODE -> p99 of each repetition."""
+    return [rr_cell(mode, p99, rep=rep, device=device)
+            for mode, reps in p99s.items() for rep, p99 in enumerate(reps)]
+
+
+FASTER = {"interrupts": (200, 210), "interrupts+matched": (190, 220),
+          "threaded-busy": (100, 110)}
+SLOWER = {"interrupts": (200, 210), "interrupts+matched": (190, 220),
+          "threaded-busy": (400, 450)}
+# The matched control slows down as much as threaded-busy: the emulator's.
+EMULATOR = {"interrupts": (200, 210), "interrupts+matched": (380, 460),
+            "threaded-busy": (400, 450)}
+# ... or more: the emulator's too.
+EMULATOR_MORE = {"interrupts": (200, 210), "interrupts+matched": (4000, 9000),
+                 "threaded-busy": (400, 450)}
+
+
+@pytest.mark.parametrize("single, multi, verdict", [
+    (FASTER, FASTER, "threaded-busy p99 lower"),
+    (FASTER, SLOWER, "depends on the emulator's scheduling"),
+    (EMULATOR, EMULATOR, "the emulator's (the matched control too)"),
+    (EMULATOR_MORE, EMULATOR, "the emulator's (the matched control too)"),
+    (FASTER, None, "no verdict: not run under multi-threaded TCG"),
+    # Overlapping repetitions resolve no difference, under both.
+    ({"interrupts": (200, 300), "interrupts+matched": (200, 210),
+      "threaded-busy": (250, 260)}, None, "no verdict: not run under multi-threaded TCG"),
+])
+def test_spinning_verdict_needs_both_schedulers(tmp_path, single, multi, verdict):
+    top = str(tmp_path)
+    write_run(top, "run1-patched-spinning", "patched", rr=spinning_cells(single))
+    if multi:
+        write_run(top, "run2-patched-spinning", "patched", rr=spinning_cells(multi),
+                  thread="multi")
+    rc, summary, md = report(top)
+    assert rc == 0
+    assert [(r["what"], r["device"], r["verdict"]) for r in summary["spinning"]] == \
+        [("latency p99", "virtio", verdict)]
+    assert "Spinning modes under single- and multi-threaded TCG" in md
+
+
+def test_spinning_verdict_not_from_a_broken_repetition(tmp_path):
+    top = str(tmp_path)
+    write_run(top, "run1-patched-spinning", "patched", rr=spinning_cells(FASTER))
+    broken = spinning_cells(FASTER)
+    broken[-1] = dict(failed_cell("threaded-busy", 1), device="virtio")
+    write_run(top, "run2-patched-spinning", "patched", rr=broken, thread="multi")
+    rows = report(top)[1]["spinning"]
+    assert rows[0]["verdict"] == "no verdict: none under multi-threaded TCG"
+    assert "threaded-busy rep 1: error: client exit 1" in rows[0]["multi"]
+
+
+def test_overlapping_repetitions_are_no_difference():
+    agg = bench_report.rr_cells(spinning_cells(
+        {"interrupts": (200, 300), "interrupts+matched": (200, 210),
+         "threaded-busy": (250, 260)}))
+    assert bench_report.latency_verdict(agg, ("virtio", "udp", 600, 0))[0] == "no difference"
+
+
+@pytest.mark.parametrize("thread", ["single", "multi"])
+def test_goals_read_the_full_plans_boot(tmp_path, thread):
+    """The spinning plan's cells judge the spinning modes only: a goal
+    keeps the full plan's figures."""
+    top = str(tmp_path)
+    write_run(top, "run1-patched-full", "patched",
+              rr=threaded_reps(rx_rearms=0.0, kthread_packets=1.0))
+    write_run(top, "run2-patched-spinning", "patched", thread=thread,
+              rr=threaded_reps(rx_rearms=0.5, kthread_packets=1.0))
+    goal = [g for g in report(top)[1]["goals"] if g["goal"] == bench_report.GOAL_THREADED][0]
+    assert "re-arms" in goal["figures"] and "0.500" not in goal["figures"]

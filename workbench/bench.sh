@@ -8,7 +8,10 @@
 #         collapse, busy or adaptive (single experiments, see
 #         bench/guest-bench.sh), runbook (only the dry run of the two-host
 #         runbook, bench/host/runbook_dryrun.py; full ends with it, in a
-#         boot of its own, unless BENCH_RUNBOOK_DRYRUN=0)
+#         boot of its own, unless BENCH_RUNBOOK_DRYRUN=0), spinning (the
+#         spinning modes and the collapse experiment, booted under single-
+#         and under multi-threaded TCG; full boots it under each too,
+#         unless BENCH_SPINNING=0)
 #   OBJ   the O= directory of a kernel already built from SRC: boot that
 #         one, no deps, apply or build (how 'make test' runs the smoke plan)
 #   BASELINE=1  also build the unpatched base with the same config and run
@@ -27,7 +30,9 @@ if [ -z "$obj" ]; then
 fi
 make -s -C "$TOP/bench" >/dev/null
 
+# label:source:O= directory:plan[:TCG threading]
 kernels=("patched:$SRC:$obj:$plan")
+[ "$plan" = spinning ] && kernels=("patched:$SRC:$obj:spinning:single")
 if [ -n "${BASELINE:-}" ] && [ "$BASELINE" != 0 ]; then
 	base_src=$CACHE/base-src
 	worktree_at "$base_src" "$(base_tag)"
@@ -35,6 +40,14 @@ if [ -n "${BASELINE:-}" ] && [ "$BASELINE" != 0 ]; then
 	kernels=("patched:$SRC:$obj:baseline" "base:$base_src:$CACHE/obj-base-nodebug:baseline")
 	# BASELINE=1 with the baseline plan: those two runs are all of it.
 	[ "$plan" = baseline ] || kernels+=("patched:$SRC:$obj:$plan")
+fi
+# The spinning modes' verdicts need both of TCG's schedulers (issue 29,
+# item 5): the full plan boots the spinning plan under each.
+if [ "$plan" = full ] && [ "${BENCH_SPINNING:-1}" != 0 ]; then
+	kernels+=("patched:$SRC:$obj:spinning:single")
+fi
+if [ "$plan" = spinning ] || { [ "$plan" = full ] && [ "${BENCH_SPINNING:-1}" != 0 ]; }; then
+	kernels+=("patched:$SRC:$obj:spinning:multi")
 fi
 # The full plan ends with the two-host runbook's dry run, in a boot of
 # its own: the full plan's cells nearly fill BENCH_VM_TIMEOUT already.
@@ -56,7 +69,7 @@ mkdir -p "$out"
 rc=0
 run=0
 for k in "${kernels[@]}"; do
-	IFS=: read -r label src kobj kplan <<<"$k"
+	IFS=: read -r label src kobj kplan tcg_thread <<<"$k"
 	run=$((run + 1))
 	dir=$out/run$run-$label-$kplan
 	log "bench: $kplan plan on the $label kernel ($kobj)"
@@ -65,7 +78,14 @@ for k in "${kernels[@]}"; do
 	# runs the guest natively), for the cost with every feature off; the
 	# smoke plan keeps the counter working. nokaslr: the ranges come
 	# from System.map.
-	qemu_opts='' append=${VM_APPEND:-}
+	qemu_opts='' append=${VM_APPEND:-} threading=${tcg_thread:-${VM_TCG_THREAD:-}}
+	# Multi-threaded TCG now and then kills the guest when a tracepoint
+	# is switched on at run time (README, VM_TCG_THREAD): the benchmark's
+	# events are switched on at boot there, before any load.
+	if [ "$threading" = multi ]; then
+		append="${append:+$append }trace_event=napi:napi_poll,napi:napi_irq_suspend,"
+		append+="napi:napi_irq_resume,irq:irq_handler_entry,irq:softirq_entry"
+	fi
 	accel=${VM_ACCEL:-$("$TOP/workbench/vm-accel.sh" "$kobj/arch/x86/boot/bzImage")}
 	if [ "${BENCH_INSN:-1}" != 0 ] && [ "$accel" = tcg ] &&
 		{ [ "$kplan" = baseline ] || [ "$kplan" = smoke ]; }; then
@@ -77,9 +97,11 @@ for k in "${kernels[@]}"; do
 			log "no instruction counter in this boot: bench.md reports it not measured"
 		fi
 	fi
-	# 4 vCPUs: application, NAPI kthread/IRQs, peer, and the
-	# application's second thread each get their own (bench/benchlib.py).
-	VM_QEMU_OPTS=$qemu_opts VM_APPEND=$append VM_CPUS=${BENCH_VM_CPUS:-4} VM_NETWORK=loop \
+	# 5 vCPUs: application, NAPI kthread/IRQs, peer, the application's
+	# second thread, and the matched control's spinner without IRQs each
+	# get their own (bench/benchlib.py).
+	VM_QEMU_OPTS=$qemu_opts VM_APPEND=$append VM_CPUS=${BENCH_VM_CPUS:-5} VM_NETWORK=loop \
+		VM_TCG_THREAD=$threading \
 		"$TOP/workbench/vm.sh" "$kobj/arch/x86/boot/bzImage" "$dir" \
 		"${BENCH_VM_TIMEOUT:-5400}" \
 		"env $guest_env $TOP/bench/guest-bench.sh $dir $src $kplan > $dir/guest.log 2>&1" || true
