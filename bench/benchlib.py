@@ -1398,8 +1398,7 @@ def irq_affinity(irq_regex):
     found = {}
     for irq, name, _ in interrupt_lines(irq_regex):
         try:
-            with open(f"/proc/irq/{irq}/effective_affinity_list") as f:
-                found[name] = f.read().strip()
+            found[name] = read_text(f"/proc/irq/{irq}/effective_affinity_list")
         except OSError:
             found[name] = None
     return found
@@ -1412,6 +1411,5 @@ def machine_info():
             if line.startswith("model name"):
                 info["cpu_model"] = line.split(":", 1)[1].strip()
                 break
-    with open("/proc/cmdline") as f:
-        info["cmdline"] = f.read().strip()
+    info["cmdline"] = read_text("/proc/cmdline")
     return info
