@@ -137,6 +137,7 @@ struct napi_rr_epoll_params {
 #define HDR_LEN		(sizeof(struct ethhdr) + sizeof(struct iphdr) + sizeof(struct udphdr))
 #define META_LEN	8
 #define WAIT_MS		100		/* bound on blocking waits: notice stop */
+#define CARRIER_WAIT_S	10		/* a reset NIC's link after an XDP attach */
 #define RX_BATCH	64
 
 #define NUM_FRAMES	4096
@@ -551,6 +552,38 @@ static int get_own_mac(const char *ifname, uint8_t *mac)
 	return ret;
 }
 
+/*
+ * Attaching a driver-mode XDP program resets some NICs (igb closes and
+ * reopens the device), and their carrier comes back only from the
+ * driver's watchdog, hundreds of milliseconds later. Until then the XSK
+ * copy-mode transmit path drops every frame (__dev_direct_xmit), so wait
+ * for the carrier before anything is sent or the server says it is ready.
+ */
+static int wait_for_carrier(const char *ifname)
+{
+	uint64_t deadline = now_ns() + CARRIER_WAIT_S * NSEC_PER_SEC;
+	char path[64 + IFNAMSIZ], state = '0';
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/class/net/%s/carrier", ifname);
+	for (;;) {
+		f = fopen(path, "r");
+		if (f) {
+			/* reading it fails while the device is down: not up yet */
+			if (fread(&state, 1, 1, f) != 1)
+				state = '0';
+			fclose(f);
+		}
+		if (state == '1')
+			return 0;
+		if (now_ns() >= deadline || stopping()) {
+			pr_err("%s: no carrier %d s after attaching XDP", ifname, CARRIER_WAIT_S);
+			return -1;
+		}
+		usleep(10000);
+	}
+}
+
 /* Peer MAC from the neighbour table; the harness pings first to fill it. */
 static int get_peer_mac(const struct opts *o, uint8_t *mac)
 {
@@ -942,7 +975,7 @@ static int xdp_open(struct endpoint *ep)
 		       ep->x.link_fd == -EBUSY ? " (another XDP program is attached)" : "");
 		return -1;
 	}
-	return xdp_init_frames(ep);
+	return wait_for_carrier(o->ifname) ?: xdp_init_frames(ep);
 }
 
 static void ep_init(struct endpoint *ep, const struct opts *o)
