@@ -172,6 +172,15 @@ class Pair:
     def ifindex(self, side):
         return self.link(side)["ifindex"]
 
+    def wait_for_link(self, timeout=10):
+        """Both sides' carrier (LOWER_UP). Attaching or detaching an XDP
+        program, or a ring or channel change, makes igb reopen the device:
+        its link comes back from the watchdog some 0.5 s later, and what
+        a cell sends meanwhile is lost without a drop counter."""
+        for side in (NS_SUT, NS_PEER):
+            busywait(lambda s=side: "LOWER_UP" in self.link(s).get("flags", []), timeout,
+                     f"the carrier of {self.ifname[side]} ({self.kind}, {side})")
+
     def mac(self, side):
         if side not in self._macs:
             self._macs[side] = self.link(side)["address"]

@@ -124,6 +124,7 @@ def run_point(args, pair, modes, name, variant, qps, rep, out):
     try:
         modes.apply(**setup)
         modes.pin_irqs(args.server_cpus)
+        pair.wait_for_link()
         result = os.path.join(args.out, "point.json")
         server_cpus = bl.cpu_set(args.server_cpus)
         # perf stat outlives memcached: its result is read below, with

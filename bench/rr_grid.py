@@ -160,6 +160,8 @@ def run_cell(args, pair, modes, mode, transport, workload, rep, out):
             "on_off": args.on_off}
     loss_before = None
     try:
+        # The previous cell's XDP detach may have taken the link down.
+        pair.wait_for_link()
         wait_ready(server)
         result = os.path.join(args.out, "cell.json")
         modes.probes.reset()

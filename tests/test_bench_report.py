@@ -1108,3 +1108,27 @@ def test_goals_read_the_full_plans_boot(tmp_path, thread):
               rr=threaded_reps(rx_rearms=0.5, kthread_packets=1.0))
     goal = [g for g in report(top)[1]["goals"] if g["goal"] == bench_report.GOAL_THREADED][0]
     assert "re-arms" in goal["figures"] and "0.500" not in goal["figures"]
+
+
+def flapping_pair(monkeypatch, flags):
+    """An igb pair whose sides report FLAGS, one list per read."""
+    pair = benchlib.IgbPair()
+    pair.ifname = {benchlib.NS_SUT: "eth0", benchlib.NS_PEER: "eth1"}
+    monkeypatch.setattr(benchlib.time, "sleep", lambda s: None)
+    monkeypatch.setattr(pair, "link", lambda side: {"flags": flags[side].pop(0)})
+    return pair
+
+
+def test_a_cell_waits_for_the_carrier_of_both_sides(monkeypatch):
+    """igb reopens the device when an XDP program goes: the next cell
+    must not send into the half second before both links are back."""
+    flags = {benchlib.NS_SUT: [["UP"], ["UP", "LOWER_UP"]],
+             benchlib.NS_PEER: [["NO-CARRIER", "UP"], ["UP"], ["UP", "LOWER_UP"]]}
+    flapping_pair(monkeypatch, flags).wait_for_link()
+    assert flags == {benchlib.NS_SUT: [], benchlib.NS_PEER: []}
+
+
+def test_a_link_that_stays_down_names_the_device(monkeypatch):
+    flags = {benchlib.NS_SUT: [["UP", "LOWER_UP"]], benchlib.NS_PEER: [["NO-CARRIER"]] * 3}
+    with pytest.raises(TimeoutError, match=r"carrier of eth1 \(igb, "):
+        flapping_pair(monkeypatch, flags).wait_for_link(timeout=-1)
