@@ -1201,16 +1201,20 @@ def unmeasured(label, why, values=True):
     return "not measured", f"{label}: not measured ({why})"
 
 
-def check(label, values, ok, limit, why=None, nd=3, tolerance=None, shown=None):
+def check(label, values, ok, limit, why=None, nd=3, tolerance=None, shown=None, miss_by=None):
     """One criterion judged on every repetition's VALUES: (status, text).
     It passes if every one passes, is missed if none does, unresolved if
     only some do or, given a TOLERANCE, they spread wider than it (noise
-    that large cannot tell a miss); not measured (WHY) if a figure is
-    missing. SHOWN replaces the values' range in the text."""
+    that large cannot tell a miss) unless every one misses by more than
+    that spread (MISS_BY(v): how far V is outside the limit); not
+    measured (WHY) if a figure is missing. SHOWN replaces the values'
+    range in the text."""
     if not values or None in values:
         return unmeasured(label, why, values)
     passed = [ok(v) for v in values]
-    wide = tolerance is not None and max(values) - min(values) > tolerance
+    spread = max(values) - min(values)
+    wide = tolerance is not None and spread > tolerance and not (
+        miss_by is not None and min(miss_by(v) for v in values) > spread)
     status = "pass" if all(passed) else \
         "missed" if not any(passed) and not wide else "unresolved"
     prefix = {"pass": "", "missed": "MISSED ", "unresolved": "UNRESOLVED "}[status]
@@ -1410,9 +1414,11 @@ def off_cell(row, metric, label):
     ratios = extremes(values, refs)
     if metric == "napi_core_insns":
         return check(where, ratios, lambda v: v <= 1 + INSN_TOLERANCE, f"≤ {1 + INSN_TOLERANCE}",
-                     tolerance=INSN_TOLERANCE, nd=4) + (max(ratios) - 1,)
+                     tolerance=INSN_TOLERANCE, nd=4,
+                     miss_by=lambda v: v - 1 - INSN_TOLERANCE) + (max(ratios) - 1,)
     return check(where, ratios, lambda v: abs(v - 1) <= OFF_TOLERANCE, f"1 ± {OFF_TOLERANCE}",
-                 tolerance=OFF_TOLERANCE, nd=4) + (max(abs(v - 1) for v in ratios),)
+                 tolerance=OFF_TOLERANCE, nd=4,
+                 miss_by=lambda v: abs(v - 1) - OFF_TOLERANCE) + (max(abs(v - 1) for v in ratios),)
 
 
 def off_check(device, rows, metric, label):
