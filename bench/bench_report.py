@@ -647,6 +647,7 @@ def insn_function_lines(runs, lines, summary):
                  "(QEMU's count on the SUT's CPUs; base / patched, medians)\n")
     lines.append("Counted by `bench/qemu-plugin/napi_insn.so` between the tool's window edges; "
                  "a function missing from a kernel's System.map was inlined into its callers "
+                 "or does not exist there (`napi_irq_suspension_timeout` is the series') "
                  "(`insn-symbols.json` of the run).\n")
     lines.append("| device | transport | workload | function | base | patched |")
     lines.append("|---|---|---|---|---|---|")
