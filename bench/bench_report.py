@@ -1158,6 +1158,9 @@ NOT_LIKE_FOR_LIKE = {"netdevsim": "the series changes netdevsim's RX model (03-i
 SATURATED_CPU = 95.0    # % busy of the server core in the window
 OFF_TOLERANCE = 0.005   # features off: patched/base counts within 1 ± this,
 INSN_TOLERANCE = 0.005  # and instructions at most 1 + this
+# The series adds checks to the NAPI core: under half the base's count is
+# not less work but work not counted (a CPU or a range missed).
+INSN_FLOOR = 0.5
 # Worst first: a goal takes its worst criterion's status.
 STATUS_ORDER = ("broken", "missed", "unresolved", "not measured", "n/a", "pass")
 
@@ -1424,6 +1427,9 @@ def off_cell(row, metric, label):
     if refused:
         return refused + (0,)
     ratios = extremes(values, refs)
+    if metric == "napi_core_insns" and min(ratios) < INSN_FLOOR:
+        return "broken", (f"{where}: {span(ratios, 4)}, under {INSN_FLOOR} of the base: "
+                          "not all of the series' work was counted"), 0
     if metric == "napi_core_insns":
         return check(where, ratios, lambda v: v <= 1 + INSN_TOLERANCE, f"≤ {1 + INSN_TOLERANCE}",
                      tolerance=INSN_TOLERANCE, nd=4,

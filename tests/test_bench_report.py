@@ -886,6 +886,14 @@ def test_goal_off_judges_napi_core_instructions_per_request(patched, status):
         assert row["status"] == status
 
 
+def test_goal_off_instructions_far_below_the_base_are_broken_not_a_pass():
+    """A boot whose SUT CPUs were counted on the wrong vCPUs gave 72
+    instructions per request against the base's 1030."""
+    row = insn_goal([1030.0, 1029.7], [72.1, 71.8])
+    assert row["status"] == "broken"
+    assert "under 0.5 of the base: not all of the series' work was counted" in row["result"]
+
+
 def test_goal_off_without_instruction_counts_is_not_measured():
     base = bench_report.rr_cells([rr_cell("interrupts", 100, device="virtio")])
     cell = rr_cell("interrupts", 100, device="virtio", napi_core_insns=None)
