@@ -644,7 +644,7 @@ def insn_function_lines(runs, lines, summary):
     if not per:
         return
     lines.append("\n### NAPI core instructions per request by function, interrupt mode "
-                 "(QEMU's count on the SUT's CPUs; base / patched, medians)\n")
+                 "(QEMU's count on every vCPU: the SUT's and the peer's NAPI core, both the kernel under test; base / patched, medians)\n")
     lines.append("Counted by `bench/qemu-plugin/napi_insn.so` between the tool's window edges; "
                  "a function missing from a kernel's System.map was inlined into its callers "
                  "or does not exist there (`napi_irq_suspension_timeout` is the series') "

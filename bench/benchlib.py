@@ -1225,20 +1225,22 @@ def insn_marks(path=None):
     return marks
 
 
-def insn_per_exchange(marks, cpus, exchanges):
+def insn_per_exchange(marks, exchanges):
     """Instructions executed per exchange in each NAPI core function on
-    CPUS (cpu_set()) between a window's two MARKS: ({function: n}, None), or (None,
-    why) when the window does not have exactly its two marks."""
+    every vCPU between a window's two MARKS: ({function: n}, None), or
+    (None, why) when the window does not have exactly its two marks.
+    Every vCPU, not the SUT's: QEMU's plugin numbers the vCPUs in an
+    order of its own (the tool's marks came from index 4, 3 and 2 in
+    three boots, from guest CPU 0 or 3) and a mark entered from each CPU
+    in turn named one index for all, so no index can be taken for a
+    guest CPU. Both ends of the pair run the kernel under test: the sum
+    is the NAPI core's work for a request and its reply."""
     if len(marks) != 2:
         return None, f"{len(marks)} instruction-counter marks in the window, 2 expected"
     if not exchanges:
         return None, "no exchange in the window"
     before, after = (m["insns"] for m in marks)
-    cpus = [int(str(c).removeprefix("cpu")) for c in cpus]
-
-    def on_cpus(counts):
-        return sum(counts[c] for c in cpus if c < len(counts))
-    return {fn: round((on_cpus(n) - on_cpus(before.get(fn, []))) / exchanges, 1)
+    return {fn: round((sum(n) - sum(before.get(fn, []))) / exchanges, 1)
             for fn, n in after.items()}, None
 
 
@@ -1366,7 +1368,7 @@ def measured_counts(run, pair, probes, tool_total, sut_cpus, kthread_pids=(), pe
                            kthread_pids, notes)
     counts["sut"]["kthread_cpu_pct"] = kthread_cpu_pct(run) if kthread_pids else None
     if run.get("insn_marks") is not None:
-        by_function, why = insn_per_exchange(run["insn_marks"], sut_cpus, exchanges)
+        by_function, why = insn_per_exchange(run["insn_marks"], exchanges)
         counts["napi_core_insns_by_function"] = by_function
         counts["sut"]["napi_core_insns"] = round(sum(by_function.values()), 1) if by_function else None
         if why:
