@@ -17,13 +17,13 @@ import sys
 # The NAPI core that schedules and polls a NAPI, where the series adds
 # its checks (issue 29, item 4), and the scheduling helpers between them;
 # not GRO or the drivers, which the series leaves alone. The series'
-# own helpers that these call out of line on every completion count too
-# (absent from the base): a range that left them out would hide what
-# they execute.
+# own helpers that these call out of line count too (absent from the
+# base): a range that left them out would hide what they execute.
 NAPI_CORE = ("napi_complete_done", "__napi_poll", "napi_poll", "net_rx_action",
              "napi_schedule_prep", "__napi_schedule", "__napi_schedule_irqoff",
              "____napi_schedule", "napi_watchdog", "busy_poll_stop", "napi_busy_loop",
-             "napi_irq_suspension_timeout")
+             "napi_irq_suspension_timeout", "napi_irq_suspension_left",
+             "napi_complete_done_slow")
 MARKER = "__x64_sys_sethostname"
 
 
