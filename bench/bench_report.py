@@ -647,7 +647,7 @@ def insn_function_lines(runs, lines, summary):
                  "(QEMU's count on every vCPU: the SUT's and the peer's NAPI core, both the kernel under test; base / patched, medians)\n")
     lines.append("Counted by `bench/qemu-plugin/napi_insn.so` between the tool's window edges; "
                  "a function missing from a kernel's System.map was inlined into its callers "
-                 "or does not exist there (`napi_irq_suspension_*` and `napi_complete_done_slow` are the series') "
+                 "or does not exist there (`napi_irq_suspension_left` and `napi_complete_done_slow` are the series') "
                  "(`insn-symbols.json` of the run).\n")
     lines.append("| device | transport | workload | function | base | patched |")
     lines.append("|---|---|---|---|---|---|")

@@ -22,8 +22,7 @@ import sys
 NAPI_CORE = ("napi_complete_done", "__napi_poll", "napi_poll", "net_rx_action",
              "napi_schedule_prep", "__napi_schedule", "__napi_schedule_irqoff",
              "____napi_schedule", "napi_watchdog", "busy_poll_stop", "napi_busy_loop",
-             "napi_irq_suspension_timeout", "napi_irq_suspension_left",
-             "napi_complete_done_slow")
+             "napi_irq_suspension_left", "napi_complete_done_slow")
 MARKER = "__x64_sys_sethostname"
 
 
