@@ -179,3 +179,14 @@ def test_a_retried_entry_says_it_ran_twice(tmp_path):
     assert res["reason"] == ("second run: the first failed because udevd closed its control"
                              " connection (output in net_a.py.try1.tap)")
     assert "second run" in proc.stdout
+
+
+def test_a_failed_case_fails_a_test_that_exited_0(tmp_path):
+    from test_tap import FAILED_THEN_SKIPPED
+    proc = one_test_run(tmp_path, FAILED_THEN_SKIPPED)
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    res = summary["results"][0]
+    assert res["status"] == "fail"
+    assert res["reason"] == ("failed case napi_races.synchronize_vs_busy_poll_stop although "
+                             "the test exited pass")
+    assert proc.returncode == 1

@@ -55,3 +55,40 @@ def test_a_case_keeps_the_diagnostics_printed_before_it():
     assert first["diagnostics"] == ["setup chatter"]
     assert second["diagnostics"] == ["Check| At x.py, line 3", "Check|     ksft_ge(n, 1)",
                                      "Check failed 0 < 1 no poll"]
+
+
+# What napi_races.py printed on a UP kernel: a failed check, then the
+# case raised KsftSkipEx, and ksft.py exited 0.
+FAILED_THEN_SKIPPED = (
+    "# # 40 switches to busy polling during busy polls, each with a 100 ms ring clean; "
+    "watchdog armed after the switch in 0, polls during the cleans: 2260432, in 40 cleans\n"
+    "# # Check| At /root/ksft/net/napi_races.py, line 912, in synchronize_vs_busy_poll_stop:\n"
+    "# # Check|     ksft_eq(bad, 0, \"NAPI polled after napi_synchronize() returned\")\n"
+    "# # Check failed 2260432 != 0 NAPI polled after napi_synchronize() returned\n"
+    "# not ok 7 napi_races.synchronize_vs_busy_poll_stop # SKIP no watchdog armed between a "
+    "switch and its clean: race not hit\n"
+    "# ok 8 napi_races.threaded_vs_driver_napi_readd\n"
+    "# # Totals: pass:1 fail:0 xfail:0 xpass:0 skip:1 error:0\n"
+    "ok 1 selftests: net: napi_races.py\n")
+
+
+def test_a_failed_check_then_a_skip_is_a_failure():
+    cases = tap.parse(FAILED_THEN_SKIPPED)[0]["cases"]
+    assert [c["status"] for c in cases] == ["fail", "pass"]
+
+
+def test_not_ok_with_skip_is_a_failure():
+    cases = tap.parse("# not ok 1 a.case # SKIP why\nok 1 selftests: net: a.py\n")[0]["cases"]
+    assert cases[0]["status"] == "fail"
+
+
+def test_a_failed_check_then_xfail_is_a_failure():
+    cases = tap.parse("# # Check failed 1 != 0 x\n# not ok 1 a.case # XFAIL known\n"
+                      "ok 1 selftests: net: a.py\n")[0]["cases"]
+    assert cases[0]["status"] == "fail"
+
+
+def test_a_failed_check_counts_only_for_its_own_case():
+    cases = tap.parse("# # Check failed 1 != 0 x\n# not ok 1 a.first\n"
+                      "# ok 2 a.second # SKIP honest\nnot ok 1 selftests: net: a.py\n")[0]["cases"]
+    assert [c["status"] for c in cases] == ["fail", "skip"]

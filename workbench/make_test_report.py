@@ -176,6 +176,12 @@ def vm_results(vmdir, tree=None, known=None):
             res["status"] = top["status"]
             res["reason"] = top["reason"]
             res["cases"] = [c for t in tops for c in t["cases"]]
+            failed = [c["name"] for c in res["cases"] if c["status"] == "fail"]
+            if failed and res["status"] != "fail":
+                # e.g. a failed check followed by a SKIP, which ksft.py
+                # counts as a skip and exits 0 on.
+                res["status"] = "fail"
+                res["reason"] = f"failed case {failed[0]} although the test exited {top['status']}"
         else:
             res["reason"] = f"no TAP result (rc {guest[name]['rc']})"
         if not os.path.exists(base + ".dmesg"):

@@ -28,10 +28,21 @@ def _level(line):
         return depth, stripped
 
 
-def classify(ok, directive):
+# What kselftest's ksft.py prints when a check fails. A case may go on
+# after it and end in a SKIP or XFAIL; the failed check still counts.
+CHECK_FAILED_RE = re.compile(r"^Check failed\b")
+
+
+def classify(ok, directive, check_failed=False):
+    """A result's status. "not ok" with SKIP, or a failed check before a
+    SKIP or XFAIL, is a failure: a case that found a bug and then raised
+    a skip (a precondition checked too late) must not hide it. Expected
+    failures are the report's to excuse (known-failures.txt)."""
     directive = (directive or "").upper()
+    if check_failed and directive in ("SKIP", "XFAIL", "TODO"):
+        return "fail"
     if directive == "SKIP":
-        return "skip"
+        return "skip" if ok else "fail"
     if directive in ("XFAIL", "TODO") and not ok:
         return "xfail"
     if directive == "TIMEOUT":
@@ -51,12 +62,14 @@ def parse(text):
     tops = []
     pending = []
     notes = []
+    check_failed = False
     for raw in text.splitlines():
         depth, content = _level(raw.rstrip("\n"))
         m = RESULT_RE.match(content)
         if not m:
             if depth >= 2 and content.strip():
                 notes = (notes + [content.strip()])[-DIAGNOSTICS_KEPT:]
+                check_failed = check_failed or bool(CHECK_FAILED_RE.match(content.strip()))
             continue
         ok = m.group("ok") == "ok"
         directive = (m.group("directive") or "").upper()
@@ -68,7 +81,7 @@ def parse(text):
         res = {
             "name": m.group("desc").strip(),
             "number": int(m.group("num")),
-            "status": classify(ok, directive),
+            "status": classify(ok, directive, check_failed and depth == 1),
             "directive": directive or None,
             "reason": reason or None,
         }
@@ -80,6 +93,7 @@ def parse(text):
             res["diagnostics"] = notes
             pending.append(res)
         notes = []
+        check_failed = False
     if pending:
         # Sub-results with no closing top-level line: the runner died.
         tops.append({"name": None, "number": None, "status": "fail",
