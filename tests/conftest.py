@@ -10,7 +10,7 @@ sys.path.insert(0, WORKBENCH)
 # The tests run the workbench's scripts as a user would: nothing a
 # surrounding make test (or test-subsets) set may leak into them.
 for _name in ("SUBSET", "SUBSETS", "SELFTESTS_LIST", "PATCHES", "RESULTS", "TESTS", "OBJ",
-              "KASAN", "RT", "KCSAN", "BASE_VERSION", "KERNEL_SRC", "SKIP_STATIC", "VM_ACCEL"):
+              "KASAN", "RT", "KCSAN", "UP", "BASE_VERSION", "KERNEL_SRC", "SKIP_STATIC", "VM_ACCEL"):
     os.environ.pop(_name, None)
 # The benchmarks import their own modules (benchlib: nic_irqs).
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "bench"))

@@ -113,3 +113,21 @@ def test_nodebug_turns_off_the_sub_options_of_what_it_turns_off():
     wanted = {line.split("=")[0] for line in options("debug.config") if line.startswith("CONFIG_")}
     missing = sorted(o for o in wanted if o not in off and any(o.startswith(f + "_") for f in off))
     assert missing == [], f"nodebug.config must turn these off too: {missing}"
+
+
+def _flavour(**env):
+    script = f". {os.path.join(TOP, 'workbench', 'lib.sh')}; echo $FLAVOUR $OBJ"
+    return subprocess.run(["bash", "-c", script], capture_output=True, text=True,
+                          env={**os.environ, "NAPI_CACHE": "/c", **env})
+
+
+def test_up_flavour_has_its_own_build_directory():
+    proc = _flavour(UP="1")
+    assert proc.stdout.split() == ["up", "/c/obj-up"]
+    assert _flavour(UP="0").stdout.split() == ["debug", "/c/obj"]
+
+
+def test_two_flavours_at_once_are_refused():
+    proc = _flavour(KASAN="1", UP="1")
+    assert proc.returncode != 0
+    assert "one kernel flavour at a time, not: KASAN=1 UP=1" in proc.stderr

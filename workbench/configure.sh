@@ -1,7 +1,7 @@
 #!/bin/bash
 # Generate the kernel .config in an O= directory:
 #   virtme-ng minimal VM config + selftest fragments + config/*.config.
-# usage: configure.sh SRC OBJ [debug|nodebug|bisect|kasan|rt|kcsan|subset]
+# usage: configure.sh SRC OBJ [debug|nodebug|bisect|kasan|rt|kcsan|up|subset]
 # subset: the debug kernel of a tree that carries only a prefix of the
 # series; options its Kconfig does not define (the test tooling's) are
 # not asked for.
@@ -26,6 +26,7 @@ bisect) fragments+=("$TOP/config/bisect.config") ;;
 kasan) fragments+=("$TOP/config/kasan.config") ;;
 rt) fragments+=("$TOP/config/rt.config") ;;
 kcsan) fragments+=("$TOP/config/kcsan.config") ;;
+up) fragments+=("$TOP/config/up.config") ;;
 *) die "unknown config flavour $flavour" ;;
 esac
 
@@ -56,6 +57,7 @@ checked=("$TOP/config/series.config" "$TOP/config/debug.config")
 [ "$flavour" = bisect ] && checked=("$TOP/config/bisect.config")
 [ "$flavour" = kasan ] && checked=("$TOP/config/series.config" "$TOP/config/kasan.config")
 [ "$flavour" = rt ] && checked+=("$TOP/config/rt.config")
+[ "$flavour" = up ] && checked+=("$TOP/config/up.config")
 [ "$flavour" = kcsan ] && checked=("$TOP/config/series.config" "$TOP/config/kcsan.config")
 lost=$(lost_options "$obj/.config" "${checked[@]}")
 if [ "$flavour" = nodebug ]; then

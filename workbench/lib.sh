@@ -13,13 +13,25 @@ CACHE=${NAPI_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/napi-series}
 REPO=$CACHE/src         # the base as a git repository (fetch-base.sh)
 SRC=$REPO               # build worktree, checked out at the series tip
 APPLY=$CACHE/apply      # scratch worktree for git am and bisect checks
-# O= build directory and config flavour of the test kernel.
+# O= build directory and config flavour of the test kernel. The flavours
+# exclude each other: asking for two is an error, not a silent choice.
+flavours=
+for f in KASAN RT KCSAN UP; do
+	[ -n "${!f:-}" ] && [ "${!f}" != 0 ] && flavours+="${flavours:+ }$f=1"
+done
+case $flavours in *" "*)
+	printf 'ERROR: one kernel flavour at a time, not: %s\n' "$flavours" >&2
+	exit 1
+	;;
+esac
 if [ -n "${KASAN:-}" ] && [ "${KASAN}" != 0 ]; then
 	OBJ=${OBJ:-$CACHE/obj-kasan} FLAVOUR=kasan
 elif [ -n "${RT:-}" ] && [ "${RT}" != 0 ]; then
 	OBJ=${OBJ:-$CACHE/obj-rt} FLAVOUR=rt
 elif [ -n "${KCSAN:-}" ] && [ "${KCSAN}" != 0 ]; then
 	OBJ=${OBJ:-$CACHE/obj-kcsan} FLAVOUR=kcsan
+elif [ -n "${UP:-}" ] && [ "${UP}" != 0 ]; then
+	OBJ=${OBJ:-$CACHE/obj-up} FLAVOUR=up
 elif [ -n "${SUBSET:-}" ]; then
 	# make test-subsets: the debug kernel of a prefix of the series, from
 	# worktrees of its own, so that make test's stay at the series tip.
