@@ -108,6 +108,18 @@ if ! logged apply "$TOP/workbench/prepare-tree.sh"; then
 fi
 add_result "$wb" "series:apply:$(base_tag)" static pass
 
+# The test tooling topic is in every kernel built from the series: what it
+# changes outside the selftests and netdevsim must compile away without
+# its debug option, which no configuration of make package turns on.
+if [ -z "${SUBSET:-}" ]; then
+	step "test-only code only in test kernels"
+	if "$TOP/workbench/check-test-only.py" "$SRC" "$PATCHES" "$TOP/config" >"$RESULTS/test-only.log" 2>&1; then
+		add_result "$wb" series:test-only-gated static pass
+	else
+		add_result "$wb" series:test-only-gated static fail "$(head -1 "$RESULTS/test-only.log")"
+	fi
+fi
+
 step "lint (shellcheck, ruff)"
 extra+=(--extra "lint=$RESULTS/lint.json")
 "$TOP/workbench/lint.sh" "$RESULTS/lint.json" || true
