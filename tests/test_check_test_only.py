@@ -1,6 +1,8 @@
 import os
 import subprocess
 
+import pytest
+
 from conftest import WORKBENCH, load_script
 
 check = load_script("check_test_only", os.path.join(WORKBENCH, "check-test-only.py"))
@@ -64,12 +66,17 @@ def test_gated_code_stub_calls_and_braces_pass(tmp_path):
     assert proc.stdout.startswith("09-test-tooling: nothing outside")
 
 
-def test_a_package_config_that_sets_the_option_fails(tmp_path):
+@pytest.mark.parametrize("name, text, why", [
+    ("series.config", "CONFIG_DEBUG_NET_NAPI_RACES=y\n",
+     "config/series.config, which make package merges, sets"),
+    ("nodebug.config", "# CONFIG_DEBUG_NET is not set\n",
+     "config/nodebug.config does not turn CONFIG_DEBUG_NET_NAPI_RACES off")])
+def test_a_package_config_that_leaves_the_option_on_fails(tmp_path, name, text, why):
     repo, patches, config = tree(tmp_path, BEFORE)
-    (config / "series.config").write_text("CONFIG_DEBUG_NET_NAPI_RACES=y\n")
+    (config / name).write_text(text)
     proc = run(repo, patches, config)
     assert proc.returncode == 1
-    assert "config/series.config, which make package merges, sets" in proc.stdout
+    assert why in proc.stdout
 
 
 def test_a_default_on_option_fails(tmp_path):
@@ -77,11 +84,3 @@ def test_a_default_on_option_fails(tmp_path):
     proc = run(*tree(tmp_path, BEFORE, kconfig))
     assert proc.returncode == 1
     assert "has a default other than n" in proc.stdout
-
-
-def test_a_nodebug_config_that_leaves_the_option_on_fails(tmp_path):
-    repo, patches, config = tree(tmp_path, BEFORE)
-    (config / "nodebug.config").write_text("# CONFIG_DEBUG_NET is not set\n")
-    proc = run(repo, patches, config)
-    assert proc.returncode == 1
-    assert "config/nodebug.config does not turn CONFIG_DEBUG_NET_NAPI_RACES off" in proc.stdout
