@@ -2,6 +2,7 @@
 steps are stubs: a step that dies is a failure named in the report, never
 a silent gap."""
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -176,7 +177,7 @@ def test_guest_checks_the_budget_only_where_it_binds(tmp_path):
     """A plan whose limits fit in MAKE_TEST_BUDGET gets no budget in the
     guest: its check would count the boot against the first test and
     skip a plan of one entry. A budget smaller than the plan is passed."""
-    for budget, expected in (("5200", "GUEST_BUDGET= "), ("150", "GUEST_BUDGET=30 ")):
+    for budget, expected in (("5200", "GUEST_BUDGET= "), ("150", None)):
         run = tmp_path / budget
         make_test(run, {
             **STATIC_STEPS_PASS,
@@ -187,8 +188,13 @@ def test_guest_checks_the_budget_only_where_it_binds(tmp_path):
             env_extra={"TESTS": "napi_id.py@igb", "SKIP_STATIC": "1", "VM_ACCEL": "kvm",
                        "MAKE_TEST_BUDGET": budget})
         vm_cmd = (run / "top" / "build" / "results" / "test" / "vm" / "vm-cmd").read_text()
-        # A second may pass between the start and the budget's reckoning.
-        assert expected in vm_cmd or (budget == "150" and "GUEST_BUDGET=29 " in vm_cmd), vm_cmd
+        if budget == "5200":
+            assert expected in vm_cmd, vm_cmd
+            continue
+        # 150 s less the VM's boot time (120 s) less the steps so far: a
+        # few seconds on a loaded machine.
+        left = int(re.search(r"GUEST_BUDGET=(\d+) ", vm_cmd)[1])
+        assert 25 <= left <= 30, vm_cmd
 
 
 def test_smoke_run_gets_the_slow_kernels_time(tmp_path):
