@@ -81,12 +81,13 @@ full)
 		--transports udp --reps "${BENCH_ON_OFF_REPS:-2}" --duration 2)
 	;;
 smoke)
-	# One short cell per mode / variant: keeps the benchmark working.
+	# One short cell per mode / variant: keeps the benchmark working
+	# (the collapse experiment at one of its two workloads).
 	rr+=(--devices netdevsim --workloads 1 --rate-scale 0.05 --reps 1 --duration 1 --warmup 0.2)
 	on_off=(--on-off 200:300 --devices netdevsim --transports udp --reps 1 --duration 1)
 	mc+=(--devices netdevsim --loads 500 --reps 1 --duration 1 --warmup 0.2)
 	collapse=(--collapse --devices netdevsim --transports udp --reps 1 --rate-scale 0.05
-		  --duration 1 --warmup 0.2)
+		  --duration 1 --warmup 0.2 --collapse-workloads 2)
 	;;
 collapse | runbook) ;;
 spinning)

@@ -229,6 +229,8 @@ def main():
     parser.add_argument("--collapse", action="store_true",
                         help="the threaded busy-poll collapse experiment: its modes "
                         "and workloads (overrides --modes and --workloads)")
+    parser.add_argument("--collapse-workloads", default=" ".join(map(str, COLLAPSE_WORKLOADS)),
+                        help="the collapse experiment's workloads (indexes into WORKLOADS)")
     parser.add_argument("--on-off", default=None, metavar="ON_MS:OFF_MS",
                         help="the on/off experiment: requests in bursts of ON_MS at the "
                         "workload's rate, OFF_MS apart, in its modes (overrides --modes)")
@@ -244,7 +246,8 @@ def main():
     if args.workload_indexes:
         workloads = [int(w) for w in args.workload_indexes.split()]
     if args.collapse:
-        args.modes, workloads = " ".join(COLLAPSE_MODES), COLLAPSE_WORKLOADS
+        args.modes = " ".join(COLLAPSE_MODES)
+        workloads = [int(w) for w in args.collapse_workloads.split()]
     if args.on_off:
         args.modes = " ".join(ON_OFF_MODES)
     for mode in args.modes.split():

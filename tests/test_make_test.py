@@ -34,7 +34,8 @@ def make_test(tmp_path, stubs, path_stubs=None, env_extra=None):
                         "BASE_VERSION", "KERNEL_SRC", "PATCHES",
                         # make test-subsets runs the unit tests with these
                         "SUBSET", "SELFTESTS_LIST", "BENCH_SMOKE", "PACKAGE_CHECK",
-                        "BENCH_VM_TIMEOUT", "KASAN_TIMEOUT_SCALE", "MAKE_TEST_BUDGET")}
+                        "BENCH_VM_TIMEOUT", "KASAN_TIMEOUT_SCALE", "MAKE_TEST_BUDGET",
+                        "MAKE_TEST_CUTS")}
     env.update(NAPI_CACHE=str(tmp_path / "cache"), HOME=str(tmp_path),
                PATH=f"{bindir}:{os.environ['PATH']}", **(env_extra or {}))
     proc = subprocess.run([str(top / "workbench" / "test.sh")], env=env,
@@ -197,11 +198,39 @@ def test_guest_checks_the_budget_only_where_it_binds(tmp_path):
         assert 25 <= left <= 30, vm_cmd
 
 
+def test_a_cut_fails_make_test_unless_asked_for(tmp_path):
+    """No budget by default; an entry a budget left out fails the run
+    unless MAKE_TEST_CUTS=1 accepted the cut."""
+    guest = ('echo \'{"test": "drivers/net:napi_id.py@igb", "rc": -1, "seconds": 0, '
+             '"timeout": 60, "budget": 30, "left": 30}\' >"$2/guest-results.jsonl"; '
+             'echo "$4" >"$2/vm-cmd"')
+    for cuts, rc, verdict in (("", 1, "FAIL"), ("1", 0, "SKIP"), ("0", 1, "FAIL")):
+        run = tmp_path / f"cuts{cuts}"
+        proc, lines = make_test(run, {
+            **STATIC_STEPS_PASS,
+            "build.sh": "exit 0",
+            "ksft-install.sh": "exit 0",
+            "vm.sh": guest,
+        }, path_stubs={"qemu-system-x86_64": "echo 'name \"igb\", bus PCI'"},
+            env_extra={"TESTS": "napi_id.py@igb", "SKIP_STATIC": "1", "VM_ACCEL": "kvm",
+                       "MAKE_TEST_BUDGET": "150", "MAKE_TEST_CUTS": cuts})
+        assert proc.returncode == rc, (cuts, lines)
+        assert any(line.startswith(f"{verdict}  drivers/net:napi_id.py@igb - not run:")
+                   for line in lines), (cuts, lines)
+    run = tmp_path / "default"
+    make_test(run, {**STATIC_STEPS_PASS, "build.sh": "exit 0", "ksft-install.sh": "exit 0",
+                    "vm.sh": 'echo "$4" >"$2/vm-cmd"'},
+              path_stubs={"qemu-system-x86_64": "echo 'name \"igb\", bus PCI'"},
+              env_extra={"TESTS": "napi_id.py@igb", "SKIP_STATIC": "1", "VM_ACCEL": "kvm"})
+    vm_cmd = (run / "top" / "build" / "results" / "test" / "vm" / "vm-cmd").read_text()
+    assert "GUEST_BUDGET= " in vm_cmd, vm_cmd
+
+
 def test_smoke_run_gets_the_slow_kernels_time(tmp_path):
     """The benchmark smoke run boots the test kernel: KASAN slows its guest
-    as it slows the selftests (420 s timed out twice under KASAN), so its
-    limit takes the same factor; the debug kernel keeps 420 s."""
-    for kasan, limit in (("", "420"), ("1", "1680")):
+    as it slows the selftests (the debug kernel's limit timed out twice
+    under KASAN), so its limit takes the same factor."""
+    for kasan, limit in (("", "600"), ("1", "2400")):
         run = tmp_path / f"kasan{kasan}"
         make_test(run, {
             **STATIC_STEPS_PASS,

@@ -113,20 +113,34 @@ def test_a_failed_case_shows_why(tmp_path):
            "        | Check failed 0 < 1 no poll by a kthread\n" in proc.stdout
 
 
-def test_a_test_left_without_budget_is_skipped_and_named(tmp_path):
+def cut_run(tmp_path, *flags):
+    """A VM run in which the budget left net:b.py out, reported with FLAGS."""
     make_run(tmp_path, [("net:a.py", "skip.tap", "clean.dmesg")])
     with open(tmp_path / "vm" / "guest-results.jsonl", "a") as fp:
         fp.write(json.dumps({"test": "net:b.py", "rc": -1, "seconds": 0, "timeout": 10,
                              "budget": 4000, "left": 7}) + "\n")
     proc = subprocess.run([sys.executable, os.path.join(WB, "make_test_report.py"),
-                           "--results", str(tmp_path)], capture_output=True, text=True)
-    summary = json.loads((tmp_path / "summary.json").read_text())
-    second = summary["results"][1]
-    assert second["status"] == "skip"
-    assert second["reason"] == ("not started: its 10s limit exceeded the 7s left of the "
-                                "selftests' 4000s (MAKE_TEST_BUDGET)")
-    assert proc.stdout.splitlines()[-2] == ("1 selftests not started, the host too slow for "
-                                            "MAKE_TEST_BUDGET (skipped): net:b.py")
+                           "--results", str(tmp_path), *flags], capture_output=True, text=True)
+    return proc, json.loads((tmp_path / "summary.json").read_text())["results"][1]
+
+
+def test_a_test_the_budget_cut_fails_the_run(tmp_path):
+    proc, cut = cut_run(tmp_path)
+    assert proc.returncode == 1
+    assert cut["status"] == "fail"
+    assert cut["reason"] == ("not run: its 10s limit exceeded the 7s left of the selftests' "
+                             "4000s (MAKE_TEST_BUDGET; MAKE_TEST_CUTS=1 accepts the cut)")
+    assert proc.stdout.splitlines()[-2] == ("1 selftests not run, cut by MAKE_TEST_BUDGET "
+                                            "(failed): net:b.py")
+
+
+def test_a_cut_asked_for_is_a_named_skip(tmp_path):
+    proc, cut = cut_run(tmp_path, "--cuts-allowed")
+    assert proc.returncode == 0
+    assert cut["status"] == "skip"
+    assert cut["reason"].endswith("(MAKE_TEST_BUDGET, cut as MAKE_TEST_CUTS=1 asked)")
+    assert proc.stdout.splitlines()[-2] == ("1 selftests not run, cut by MAKE_TEST_BUDGET "
+                                            "(skipped, as MAKE_TEST_CUTS=1 asked): net:b.py")
 
 
 def test_a_timed_out_test_shows_its_blocked_tasks(tmp_path):

@@ -13,18 +13,18 @@
 # selftests installed in build/ksft-subset.
 . "$(dirname "$0")/lib.sh"
 start=$(date +%s)
-# CI stops 'make test' at 90 minutes: the selftests end before that on
-# the kernels CI tests (debug, subsets). 0: no budget (KASAN, KCSAN, RT
-# runs take hours).
-case $FLAVOUR in
-debug | subset) MAKE_TEST_BUDGET=${MAKE_TEST_BUDGET:-5200} ;;
-*) MAKE_TEST_BUDGET=${MAKE_TEST_BUDGET:-0} ;;
-esac
+# No budget unless the caller sets one (.ci/run sets CI's): a selftest
+# whose limit no longer fits in MAKE_TEST_BUDGET is not started, and that
+# fails the run unless the caller accepted cuts (MAKE_TEST_CUTS=1).
+MAKE_TEST_BUDGET=${MAKE_TEST_BUDGET:-0}
+cuts=()
+[ "${MAKE_TEST_CUTS:-0}" != 0 ] && cuts=(--cuts-allowed)
 # Seconds the steps after the selftests take at most on the 2-core
-# machine, and what a VM takes to boot and shut down.
-PACKAGE_CHECK_TIME=300 BENCH_SMOKE_TIME=420 VM_BOOT_TIME=120
+# machine, and what a VM takes to boot and shut down. The smoke run's
+# cells took 370 s on a fast day and ran past 420 s on a slow one.
+PACKAGE_CHECK_TIME=300 BENCH_SMOKE_TIME=600 VM_BOOT_TIME=120
 # KASAN and KCSAN slow the smoke run's guest as they slow the selftests
-# (420 s timed the smoke run out under KASAN, in its memcached cells).
+# (the debug kernel's limit timed the smoke run out under KASAN).
 case $FLAVOUR in
 kasan | kcsan) BENCH_SMOKE_TIME=$(awk -v t="$BENCH_SMOKE_TIME" -v s="${KASAN_TIMEOUT_SCALE:-4}" \
 	'BEGIN { printf "%d", t * s }') ;;
@@ -76,7 +76,7 @@ finish() {
 	step "report (results in $RESULTS)"
 	python3 "$TOP/workbench/make_test_report.py" --results "$RESULTS" \
 		--tree "$SRC" --known-failures "$TOP/workbench/known-failures.txt" \
-		${base_desc:+--base "$base_desc"} "${extra[@]}"
+		${base_desc:+--base "$base_desc"} "${extra[@]}" "${cuts[@]}"
 }
 
 step "base kernel source"
