@@ -241,3 +241,16 @@ def test_smoke_run_gets_the_slow_kernels_time(tmp_path):
             "bench.sh": f'echo "$BENCH_VM_TIMEOUT" >{run}/smoke-limit',
         }, env_extra={"SKIP_STATIC": "1", "VM_ACCEL": "kvm", "KASAN": kasan})
         assert (run / "smoke-limit").read_text() == limit + "\n", kasan
+
+
+def test_skip_static_zero_runs_the_per_patch_checks(tmp_path):
+    """SKIP_STATIC is a switch: 1 skips the per-patch checks, 0 (or
+    unset) runs them, as 0 means off for every switch of the workbench."""
+    for skip, ran in (("1", False), ("0", True), ("", True)):
+        run = tmp_path / f"skip{skip}"
+        make_test(run, {
+            **STATIC_STEPS_PASS,
+            "check-patches.sh": f"touch {run}/checked; echo '[]' >\"$1\"",
+            "build.sh": "exit 1",
+        }, env_extra={"SKIP_STATIC": skip})
+        assert (run / "checked").exists() == ran, f"SKIP_STATIC={skip!r}"

@@ -128,7 +128,7 @@ step "apply the series to the newest $BASE_PKG"
 extra+=(--extra "check-newest=$RESULTS/newest.json")
 logged check-newest "$TOP/workbench/check-newest.sh" "$RESULTS/newest.json" || true
 
-if [ -z "${SKIP_STATIC:-}" ]; then
+if [ "${SKIP_STATIC:-0}" = 0 ]; then
 	step "per-patch checks (checkpatch, Signed-off-by, W=1 build of touched dirs)"
 	extra+=(--extra "check-patches=$RESULTS/static.json")
 	logged check-patches "$TOP/workbench/check-patches.sh" "$RESULTS/static.json" || true

@@ -9,7 +9,7 @@ dest=${1:-$TOP/build/linux}
 base=$(base_tag)
 
 if [ -d "$dest/.git" ]; then
-	if [ -n "$(git -C "$dest" status --porcelain --untracked-files=no)" ] && [ -z "${FORCE:-}" ]; then
+	if [ -n "$(git -C "$dest" status --porcelain --untracked-files=no)" ] && [ "${FORCE:-0}" = 0 ]; then
 		die "$dest has uncommitted changes; commit them or rerun with FORCE=1"
 	fi
 else
