@@ -5,6 +5,9 @@ WB := workbench
 .PHONY: help deps fetch tree export build test test-subsets run bench unit package clean
 
 help:
+	@echo "make help    - this list"
+	@echo "make deps    - install the prerequisites (apt packages, the Python venv)"
+	@echo "make fetch   - fetch and unpack the base kernel source into the cache"
 	@echo "make run     - build the patched kernel, boot it, show the demo"
 	@echo "make test    - unit tests, per-patch checks, build, selftests in a VM"
 	@echo "make test-subsets - each subset of the series (up to a topic) built and its tests run"
@@ -14,6 +17,7 @@ help:
 	@echo "make unit    - the workbench's own unit tests"
 	@echo "make bench   - latency and memcached benchmarks (BASELINE=1: also the base)"
 	@echo "make package - Debian packages of the patched kernel (PACKAGE_CONFIG=debian: hours)"
+	@echo "make clean   - remove build/results (every target's results) and the installed selftests"
 
 deps:
 	$(WB)/deps.sh
