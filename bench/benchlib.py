@@ -20,6 +20,7 @@ import sys
 import tempfile
 import time
 
+import insn_ranges
 import nic_irqs
 import perf_stat
 
@@ -591,9 +592,12 @@ def irq_direction(name):
     """What a device vector serves, from its /proc/interrupts name:
     virtio-net's "virtioN-input.Q" / "virtioN-output.Q", igb's
     "eth0-rx-Q" / "eth0-tx-Q", or one vector for both ("eth0-TxRx-Q"),
-    whose count cannot be split; None for anything else (virtio's
+    whose count cannot be split, as mlx5's completion vectors
+    ("mlx5_comp<N>@pci:...") cannot; None for anything else (virtio's
     config vector)."""
     low = name.lower()
+    if re.match(r"mlx5_(?:comp|combined)\d+@", low):
+        return "rxtx"
     rx = "input" in low or "rx" in low
     tx = "output" in low or "tx" in low
     if rx and tx:
@@ -714,10 +718,15 @@ def window_counts(before, after, exchanges, sut_cpus, events=None, kthread_pids=
             irqs[way] = (irqs[way] or 0) + n
     if not after["irqs"]:
         not_measured.setdefault("irqs", "the device has no interrupt lines in /proc/interrupts")
-    elif irqs["rxtx"] is not None:
-        not_measured.setdefault("irqs", "RX and TX share vectors: see rxtx_irqs")
+    elif irqs["rx"] is None and irqs["rxtx"] is None:
+        not_measured.setdefault("irqs", "no RX vector among the device's interrupt lines")
     for way, count in irqs.items():
         sut[f"{way}_irqs"] = per(count, exchanges)
+    # A combined vector (ice/idpf "TxRx", mlx5's completion vectors) also
+    # raises the RX interrupts: the RX criterion counts it (rxtx_irqs
+    # tells the report to say so).
+    if irqs["rxtx"] is not None:
+        sut["rx_irqs"] = per((irqs["rx"] or 0) + irqs["rxtx"], exchanges)
     if events is None:
         not_measured.setdefault("polls", "no napi tracepoints")
         not_measured.setdefault("suspension", "no napi tracepoints")
@@ -725,6 +734,9 @@ def window_counts(before, after, exchanges, sut_cpus, events=None, kthread_pids=
         sut.update(poll_counts(events["polls"], exchanges, kthread_pids))
         sut.update(suspension_counts(events, exchanges))
         sut.update(rearm_counts(events, exchanges))
+        _, unplaced = napi_id_resolver(events)
+        if unplaced:
+            not_measured.setdefault("suspension", unplaced)
         if events.get("rearms") is None:
             not_measured.setdefault("rearms", "no re-arm probe")
     return {
@@ -770,69 +782,111 @@ def poll_counts(polls, exchanges, kthread_pids):
 
 def rearm_counts(events, exchanges):
     """RX re-arms (the driver re-enables its RX vector after
-    napi_complete_done() returned true) per exchange, and those inside a
-    suspension (there should be none): what the kernel controls, where
-    an emulated NIC's interrupt count shows the model's behaviour."""
+    napi_complete_done() returned true) per exchange, and those of a NAPI
+    inside its own suspension (there should be none; None when the
+    re-arms cannot be told apart by NAPI): what the kernel controls,
+    where an emulated NIC's interrupt count shows the model's
+    behaviour."""
     rearms = events.get("rearms")
     if rearms is None:
         return {"rx_rearms": None, "rx_rearms_suspended": None}
+    napi_id, _ = napi_id_resolver(events)
     suspended = suspended_intervals(events)
+    at = events.get("rearms_by_napi") or [(ts, None) for ts in rearms]
     return {"rx_rearms": per(len(rearms), exchanges),
-            "rx_rearms_suspended": sum(1 for ts in rearms
-                                       if any(a <= ts <= b for a, b in suspended))}
+            "rx_rearms_suspended": None if napi_id is None else sum(
+                1 for ts, napi in at if inside(ts, suspended.get(napi_id(napi), ())))}
+
+
+def inside(ts, intervals):
+    return any(a <= ts <= b for a, b in intervals)
+
+
+def napi_id_resolver(events):
+    """(the NAPI ID of a NAPI struct address, None or why not): a poll or
+    a re-arm names its NAPI by address, a suspension by NAPI ID. The
+    pairs TraceProbes' NAPI_PTR_EVENT recorded map them; without them
+    one RX NAPI and one suspended NAPI are each other's. (None, why)
+    when several NAPIs suspended and no pair maps them."""
+    known = events.get("napi_ids") or {}
+    suspended = {napi_id for _, _, _, napi_id in events["irq"]}
+    if not suspended:
+        return (lambda napi: None), None
+    rx_napis = events.get("rx_napis") or set()
+    if len(suspended) <= 1 and len(rx_napis | set(known)) <= 1:
+        only = next(iter(suspended), None)
+        return (lambda napi: known.get(napi, only)), None
+    if rx_napis <= set(known):
+        return known.get, None
+    return None, (f"{len(suspended)} NAPIs suspended, {len(rx_napis - set(known))} RX NAPIs "
+                  "with no NAPI ID (no napi_irq_ptr pair): polls and re-arms cannot be "
+                  "placed in their NAPI's suspension")
 
 
 def suspended_intervals(events):
-    """The window's suspended intervals, clipped to it, from the whole
-    buffer's suspend and resume events."""
+    """Each NAPI's suspended intervals in the window, clipped to it, from
+    the whole buffer's suspend and resume events: {napi_id: [(start,
+    end)]}. A resume ends its own NAPI's suspension only: with several
+    queues, one NAPI's resume says nothing of another's."""
     t0, t1 = events["window"]
-    suspended_since, intervals = None, []
-    for ts, kind, _ in events["irq"]:
+    since, intervals = {}, defaultdict(list)
+    for ts, kind, _, napi_id in events["irq"]:
         if kind == "suspend":
-            if suspended_since is None:
-                suspended_since = ts
-        elif suspended_since is not None:
-            intervals.append((suspended_since, ts))
-            suspended_since = None
-    if suspended_since is not None:
-        intervals.append((suspended_since, t1))
-    return [(max(a, t0), min(b, t1)) for a, b in intervals if b > t0 and a < t1]
+            since.setdefault(napi_id, ts)
+            intervals[napi_id]      # suspended before the window: a NAPI of ours
+        elif napi_id in since:
+            intervals[napi_id].append((since.pop(napi_id), ts))
+    for napi_id, start in since.items():
+        intervals[napi_id].append((start, t1))
+    return {napi_id: [(max(a, t0), min(b, t1)) for a, b in spans if b > t0 and a < t1]
+            for napi_id, spans in intervals.items()}
 
 
 def suspension_counts(events, exchanges):
-    """IRQ suspension in the window from the series' tracepoints: suspend
-    events (extensions included) per exchange, suspensions started,
-    resumes by reason, the fraction of the window suspended, and the
-    softirq RX polls that ran while suspended (there should be none)."""
+    """IRQ suspension in the window from the series' tracepoints, per
+    NAPI: suspend events (extensions included) per exchange, suspensions
+    started, resumes by reason, the share of the window suspended (the
+    mean over the NAPIs that were suspended in the buffer: each must
+    stay suspended), and the softirq RX polls that ran while their own
+    NAPI was suspended (there should be none; None when polls cannot be
+    told apart by NAPI)."""
     t0, t1 = events["window"]
-    suspended = False           # the buffer starts with no suspension
+    suspended = set()           # the buffer starts with no suspension
     resumes = {}
     suspend_events = started = 0
-    for ts, kind, reason in events["irq"]:
+    for ts, kind, reason, napi_id in events["irq"]:
         if kind == "suspend":
             if t0 <= ts <= t1:
                 suspend_events += 1
-                started += not suspended
-            suspended = True
-        elif suspended:
+                started += napi_id not in suspended
+            suspended.add(napi_id)
+        elif napi_id in suspended:
             if t0 <= ts <= t1:
                 resumes[reason] = resumes.get(reason, 0) + 1
-            suspended = False
+            suspended.discard(napi_id)
     clipped = suspended_intervals(events)
+    napi_id, _ = napi_id_resolver(events)
+    shares = [sum(b - a for a, b in spans) / (t1 - t0) for spans in clipped.values()] \
+        if t1 > t0 else None
     return {
         "suspend_events": per(suspend_events, exchanges),
         "suspensions": started,
         "resumes": resumes,
-        "suspended_frac": round(sum(b - a for a, b in clipped) / (t1 - t0), 4)
-        if t1 > t0 else None,
-        "softirq_polls_suspended": sum(
+        "suspended_frac": None if shares is None else
+        round(sum(shares) / len(shares), 4) if shares else 0.0,
+        "softirq_polls_suspended": None if napi_id is None else sum(
             1 for p in events["polls"]
-            if p["softirq"] and any(a <= p["ts"] <= b for a, b in clipped)),
+            if p["softirq"] and inside(p["ts"], clipped.get(napi_id(p.get("napi")), ()))),
     }
 
 
 # Kprobe group and event of TraceProbes' re-arm return probe.
 REARM_EVENT = ("napi_bench", "napi_rearm")
+# ... and of its probe on the suspension tracepoints' own function, which
+# records the NAPI's address right before the event records its NAPI ID.
+NAPI_PTR_EVENT = ("napi_bench", "napi_irq_ptr")
+# The two are microseconds apart on one CPU; farther, they are not a pair.
+NAPI_PTR_PAIRING_S = 0.001
 
 # One line of tracefs' "trace" file: comm-pid, [cpu], the context flags
 # (irqs-off, need-resched, hardirq/softirq, ...), timestamp, event, fields.
@@ -842,17 +896,24 @@ NET_RX_SOFTIRQ = 3
 
 def parse_trace(lines, t0, t1):
     """The window's events out of tracefs' trace text: the RX polls with
-    work inside [T0, T1] ({ts, pid, comm, softirq, work}), the IRQ
-    suspension events of the whole buffer ((ts, "suspend"|"resume",
-    reason)), which tell the state at T0, and the re-arms (REARM_EVENT:
-    napi_complete_done() returned true) of the SUT's RX NAPIs inside the
-    window: those of the NAPIs whose polls did work anywhere in the
-    buffer (the napi_poll events are the SUT device's only; TX-only NAPIs
-    poll with work 0). Also, inside the window, the SUT's vectors'
-    interrupts by name (irq_handler_entry) and NET_RX softirqs by CPU
-    (softirq_entry): counted over the same window as the polls."""
+    work inside [T0, T1] ({ts, pid, comm, softirq, work, napi: its
+    address}), the IRQ suspension events of the whole buffer ((ts,
+    "suspend"|"resume", reason, napi_id)), which tell each NAPI's state
+    at T0, and the re-arms (REARM_EVENT: napi_complete_done() returned
+    true) of the SUT's RX NAPIs inside the window: those of the NAPIs
+    whose polls did work anywhere in the buffer (the napi_poll events are
+    the SUT device's only; TX-only NAPIs poll with work 0), as times and
+    as (time, address). napi_ids: the NAPI ID of each address, from the
+    NAPI_PTR_EVENT recorded on the same CPU right before a suspension
+    event. Also, inside the window, the SUT's vectors' interrupts by name
+    (irq_handler_entry) and NET_RX softirqs by CPU (softirq_entry):
+    counted over the same window as the polls."""
     polls, irq, rearms, rx_napis = [], [], [], set()
     irq_counts, net_rx = defaultdict(int), defaultdict(int)
+    # Per CPU, the NAPI addresses NAPI_PTR_EVENT recorded and their
+    # tracepoint event has not yet taken (a stack: a hard IRQ's
+    # suspension may nest); and the NAPI ID each address was seen with.
+    pending, napi_ids = defaultdict(list), defaultdict(lambda: defaultdict(int))
     for line in lines:
         m = TRACE_LINE.match(line)
         if not m:
@@ -877,16 +938,32 @@ def parse_trace(lines, t0, t1):
                 polls.append({"ts": ts, "pid": int(pid), "comm": comm.strip(),
                               # hardirq/softirq column: s softirq, H hardirq in softirq
                               "softirq": len(flags) > 2 and flags[2] in "sH",
-                              "work": int(work.group(1))})
+                              "work": int(work.group(1)),
+                              "napi": int(napi.group(1), 16) if napi else None})
         elif event in ("napi_irq_suspend", "napi_irq_resume"):
             reason = re.search(r"\breason=(\S+)", rest)
-            irq.append((ts, event[len("napi_irq_"):], reason.group(1) if reason else "?"))
+            napi_id = re.search(r"\bnapi_id=(\d+)", rest)
+            napi_id = int(napi_id.group(1)) if napi_id else None
+            irq.append((ts, event[len("napi_irq_"):], reason.group(1) if reason else "?",
+                        napi_id))
+            if pending[cpu]:
+                at, napi = pending[cpu].pop()
+                if ts - at <= NAPI_PTR_PAIRING_S and napi_id is not None:
+                    napi_ids[napi][napi_id] += 1
+        elif event == NAPI_PTR_EVENT[1]:
+            napi = re.search(r"\bnapi=0x([0-9a-f]+)", rest)
+            if napi:
+                pending[cpu].append((ts, int(napi.group(1), 16)))
         elif event == REARM_EVENT[1]:
             napi = re.search(r"\bnapi=0x([0-9a-f]+)", rest)
             if napi and t0 <= ts <= t1:
                 rearms.append((ts, int(napi.group(1), 16)))
+    rearms = [(ts, napi) for ts, napi in rearms if napi in rx_napis]
     return {"window": (t0, t1), "polls": polls, "irq": irq,
-            "rearms": [ts for ts, napi in rearms if napi in rx_napis],
+            "rearms": [ts for ts, _ in rearms], "rearms_by_napi": rearms,
+            "rx_napis": rx_napis,
+            # An address the filter let a foreign event pair with loses the vote.
+            "napi_ids": {napi: max(seen, key=seen.get) for napi, seen in napi_ids.items()},
             "irq_counts": dict(irq_counts), "net_rx": dict(net_rx)}
 
 
@@ -908,11 +985,17 @@ class TraceProbes:
     # true: a return probe with the NAPI (an entry argument, 6.9+).
     REARM_PROBE = (f"r:{REARM_EVENT[0]}/{REARM_EVENT[1]} napi_complete_done "
                    "napi=$arg1:x64 done=$retval:u8")
+    # The suspension events name a NAPI by ID, polls and re-arms by
+    # address: the events' own function has both (its second argument).
+    NAPI_PTR_PROBE = (f"p:{NAPI_PTR_EVENT[0]}/{NAPI_PTR_EVENT[1]} "
+                      "trace_event_raw_event_napi_irq_suspend_class napi=$arg2:x64")
 
     def __init__(self, dev_name):
         self.enabled = []
         self.notes = {}
         self.rearm_probe = False
+        self.napi_ptr_probe = False
+        self.rearm_missed_at_reset = 0
         self.counting = []
         filters = {"napi_poll": f'dev_name == "{dev_name}" && work > 0',
                    "napi_irq_suspend": f'dev_name == "{dev_name}"',
@@ -938,6 +1021,7 @@ class TraceProbes:
                 what = "polls" if event == "napi_poll" else "suspension"
                 self.notes[what] = f"no tracepoint napi:{event} ({exc.strerror})"
         self.rearm_probe = self._add_rearm_probe()
+        self.napi_ptr_probe = self.rearm_probe and self._add_napi_ptr_probe()
         # Interrupts and NET_RX softirqs from the trace too: the same
         # window as the polls (set_irqs() names the vectors).
         self.counting = []
@@ -973,10 +1057,37 @@ class TraceProbes:
             return False
 
     def _remove_rearm_probe(self):
-        group, event = REARM_EVENT
-        if os.path.exists(self._path(f"events/{group}/{event}")):
-            self._write(f"events/{group}/{event}/enable", "0")
-            self._append("kprobe_events", f"-:{group}/{event}")
+        for group, event in (NAPI_PTR_EVENT, REARM_EVENT):
+            if os.path.exists(self._path(f"events/{group}/{event}")):
+                self._write(f"events/{group}/{event}/enable", "0")
+                self._append("kprobe_events", f"-:{group}/{event}")
+
+    def _add_napi_ptr_probe(self):
+        """The probe that pairs a suspension event's NAPI ID with the
+        NAPI's address (parse_trace()); False, with a note, where the
+        kernel cannot: then polls and re-arms are placed in a suspension
+        only where one NAPI suspends."""
+        group, event = NAPI_PTR_EVENT
+        try:
+            self._append("kprobe_events", self.NAPI_PTR_PROBE)
+            self._write(f"events/{group}/{event}/enable", "1")
+            return True
+        except OSError as exc:
+            self.notes["napi_ids"] = f"no probe pairing NAPI addresses and IDs ({exc.strerror})"
+            return False
+
+    def rearm_missed(self):
+        """How many returns the re-arm probe missed since it was created
+        (kprobe_profile's nmissed: no free return instance), None if
+        unreadable."""
+        try:
+            for line in self._read("kprobe_profile").splitlines():
+                fields = line.split()
+                if len(fields) == 3 and fields[0] == REARM_EVENT[1]:
+                    return int(fields[2])
+        except (OSError, ValueError):
+            pass
+        return None
 
     def _path(self, name):
         return os.path.join(self.TRACING, name)
@@ -1000,6 +1111,8 @@ class TraceProbes:
     def reset(self):
         if self.enabled:
             self._write("trace", "")
+        if self.rearm_probe:
+            self.rearm_missed_at_reset = self.rearm_missed()
 
     def overrun(self):
         """Events lost since the last reset (the buffer wrapped)."""
@@ -1031,6 +1144,17 @@ class TraceProbes:
             return None, notes
         if not self.rearm_probe:
             events["rearms"] = None
+        else:
+            # A missed return is a re-arm not counted, perhaps one while
+            # suspended: no count then, rather than a low one.
+            missed = self.rearm_missed()
+            if missed is None or self.rearm_missed_at_reset is None:
+                events["rearms"] = None
+                notes["rearms"] = "the re-arm probe's misses unknown (kprobe_profile unreadable)"
+            elif missed > self.rearm_missed_at_reset:
+                events["rearms"] = None
+                notes["rearms"] = (f"the re-arm probe missed {missed - self.rearm_missed_at_reset} "
+                                   "returns (kprobe_profile nmissed)")
         for event, key in (("irq_handler_entry", "irq_counts"), ("softirq_entry", "net_rx")):
             if event not in self.counting:
                 events[key] = None
@@ -1058,7 +1182,7 @@ class TraceProbes:
                 self._write("options/hash-ptr", "1")
             except OSError:
                 pass    # the next pair removes it first
-            self.rearm_probe = False
+            self.rearm_probe = self.napi_ptr_probe = False
 
 
 # --- loss accounting -----------------------------------------------------------
@@ -1240,8 +1364,11 @@ def insn_per_exchange(marks, exchanges):
     if not exchanges:
         return None, "no exchange in the window"
     before, after = (m["insns"] for m in marks)
-    return {fn: round((sum(n) - sum(before.get(fn, []))) / exchanges, 1)
-            for fn, n in after.items()}, None
+    # A function's clones and .cold part are ranges of their own: one sum.
+    by_function = defaultdict(int)
+    for symbol, n in after.items():
+        by_function[insn_ranges.logical_name(symbol)] += sum(n) - sum(before.get(symbol, []))
+    return {fn: round(n / exchanges, 1) for fn, n in by_function.items()}, None
 
 
 def conclude(result, path):
@@ -1341,22 +1468,73 @@ def perf_counter(wanted, cpus):
     return perf_stat.PerfStat(",".join(str(c).removeprefix("cpu") for c in cpus))
 
 
-def measured_counts(run, pair, probes, tool_total, sut_cpus, kthread_pids=(), perf=None):
+# An edge line is read after the tool printed it, seconds later at
+# worst: a tool's edge later than our read, or earlier by more than
+# this, is on another clock than the trace's.
+MAX_EDGE_LAG_S = 5.0
+EDGE_CLOCK_SLACK_S = 0.001
+
+
+def shares_clock(pair, side):
+    """Whether a tool on SIDE of PAIR reads the SUT's CLOCK_MONOTONIC:
+    not on a peer that is another machine."""
+    return side == NS_SUT or pair.kind != "host" or bool(pair.netns.get(side))
+
+
+def trace_window(run, same_clock=True):
+    """(t0, t1, why) of a run_windowed() RUN on the SUT's CLOCK_MONOTONIC,
+    the trace clock: the tool's own edge times where they are on it
+    (SAME_CLOCK, and each edge at most MAX_EDGE_LAG_S before we read
+    it), else the times we read the edge lines, WHY saying so (None when
+    the tool gave no times: nothing to check)."""
+    reads = [run[k]["time"] for k in ("before", "after")]
+    said = [run[k].get("tool_time") for k in ("before", "after")]
+    if None in said:
+        return (*reads, None)
+    if not same_clock:
+        return (*reads, "the tool runs on the peer's clock: trace cut at the harness's reads "
+                        "of its edge lines")
+    lags = [r - t for r, t in zip(reads, said)]
+    if not all(-EDGE_CLOCK_SLACK_S <= lag <= MAX_EDGE_LAG_S for lag in lags):
+        return (*reads, f"the tool's edges are {lags[0]:.3f} s and {lags[1]:.3f} s before the "
+                        "harness read them: not the SUT's clock, trace cut at the reads")
+    return (*said, None)
+
+
+def irq_affinity_problem(sut, peer, sut_cpus):
+    """Why the SUT's counts on SUT_CPUS are not the SUT device's alone,
+    or None: one of its vectors (SUT: {name: effective CPU list}) is
+    delivered elsewhere, or one of the peer's (PEER) on one of them."""
+    mine = {int(c.removeprefix("cpu")) for c in sut_cpus}
+    found = []
+    for name, cpus in sut.items():
+        if cpus and not set(cpu_numbers(cpus)) <= mine:
+            found.append(f"SUT vector {name} on CPU {cpus}, outside the SUT's CPUs")
+    for name, cpus in peer.items():
+        if cpus and set(cpu_numbers(cpus)) & mine:
+            found.append(f"peer vector {name} on CPU {cpus}, one of the SUT's")
+    return "; ".join(found) or None
+
+
+def measured_counts(run, pair, probes, tool_total, sut_cpus, kthread_pids=(), perf=None,
+                    tool_side=NS_SUT):
     """The window's counters of a run_windowed() RUN per exchange, with
     the trace events cut to the window; None fields say why in
     "not_measured". PERF (the run's perf_stat.PerfStat) adds "perf":
     cycles and instructions per exchange, or why they were not counted. An exchange is a request served in the window (the
     difference of the tool's served counts at its edges); TOOL_TOTAL,
     the tool's own count of measured requests, stands in when an edge
-    line carries no served count."""
+    line carries no served count. TOOL_SIDE: where the tool ran."""
     if not run["before"] or not run["after"]:
         return {"exchanges": tool_total, "exchanges_from": "tool total", "sut": {},
                 "system": {}, "not_measured": {"all": "the tool announced no measured window"}}
-    # The trace is cut at the tool's own edges (the same clock): our
-    # snapshots come when we get to read its lines, later at one edge
-    # than at the other under load, which shifted a 2 s window's polls by
-    # about 1 %. /proc counters can only be read when we get there.
-    t0, t1 = (run[k].get("tool_time") or run[k]["time"] for k in ("before", "after"))
+    # The trace is cut at the tool's own edges where they are on the
+    # trace's clock: our snapshots come when we get to read its lines,
+    # later at one edge than at the other under load, which shifted a 2 s
+    # window's polls by about 1 %. /proc counters can only be read when
+    # we get there.
+    same_clock = shares_clock(pair, tool_side)
+    t0, t1, clock_note = trace_window(run, same_clock)
     events, notes = probes.window(t0, t1)
     sent, served = tool_difference(run, "sent"), tool_difference(run, "served")
     exchanges = tool_total if served is None else served
@@ -1391,7 +1569,14 @@ def measured_counts(run, pair, probes, tool_total, sut_cpus, kthread_pids=(), pe
     # behind.
     counts["sent_in_window"] = sent
     counts["served_in_window"] = served
-    counts["irq_affinity"] = {**irq_affinity(pair.irq_regex), **irq_affinity(pair.peer_irq_regex)}
+    sut_affinity, peer_affinity = irq_affinity(pair.irq_regex), irq_affinity(pair.peer_irq_regex)
+    counts["irq_affinity"] = {**sut_affinity, **peer_affinity}
+    problem = irq_affinity_problem(sut_affinity, peer_affinity, sut_cpus)
+    if problem:
+        counts["irq_affinity_problem"] = problem
+    if clock_note:
+        # Expected on a peer's clock; on ours, the tool's edges are wrong.
+        counts["clock_mismatch" if same_clock else "window_clock"] = clock_note
     if counts["window_s"] and abs(counts["trace_window_s"] / counts["window_s"] - 1) > WINDOW_TOLERANCE:
         counts["window_mismatch"] = (f"/proc counts over {counts['window_s']} s, trace over "
                                      f"{counts['trace_window_s']} s")

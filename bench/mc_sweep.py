@@ -144,9 +144,11 @@ def run_point(args, pair, modes, name, variant, qps, rep, out):
             # Per-query counts divide by the queries served between the edge
             # lines; those whose send time is in the window (mc_load's own
             # total) only stand in when the edges carry no counts.
+            # The generators run on the peer: on two hosts, on its clock.
             point["counters"] = bl.measured_counts(run, pair, modes.probes,
                                                    point["load_gen"].get("sent", 0),
-                                                   server_cpus, perf=perf)
+                                                   server_cpus, perf=perf,
+                                                   tool_side=bl.NS_PEER)
         queries = point["counters"]["exchanges"]
         point["server_threads"] = args.server_threads
         point["generators"] = args.generators
