@@ -1,0 +1,320 @@
+"""What the goals of bench/bench_report.py may rest on: every planned
+device and transport, each kernel's own cells, each NAPI's own
+suspension, the SUT's clock, every vector that carries RX, every part of
+a counted function, and figures that can be counts at all."""
+import json
+import math
+
+import pytest
+
+from test_bench_report import (Pair, Probes, bench_report, benchlib, fake_tool, insn_goal,
+                               insn_ranges, mark, mc_point, report, rr_cell, snap,
+                               threaded_reps, write_run, SUSPENDED)
+
+THREADED_GOOD = dict(rx_polls_softirq=0.0, rx_polls_app=0.0, rx_polls_kthread=1.0,
+                     kthread_packets=1.0, rx_irqs=0.01, rx_rearms=0.01)
+
+
+def goal_rows(summary, goal, device):
+    return [g for g in summary["goals"] if g["goal"] == goal and g["device"] == device]
+
+
+# --- a planned device or transport without results ---------------------------
+
+def test_a_device_whose_set_up_failed_is_a_broken_goal_row(tmp_path):
+    top = str(tmp_path)
+    skip = {"bench": "rr", "device": "virtio", "status": "skip",
+            "error": "need two virtio_net NICs, found []: boot the VM with --network loop"}
+    write_run(top, "run1-patched-full", "patched",
+              rr=[rr_cell("threaded-busy", 100, **THREADED_GOOD), skip],
+              mc=[dict(skip, bench="mc")])
+    rc, summary, md = report(top)
+    assert rc == 1
+    for goal in (bench_report.GOAL_THREADED, bench_report.GOAL_SUSPEND):
+        [row] = goal_rows(summary, goal, "virtio")
+        assert row["status"] == "broken", row
+        assert "set-up failed: need two virtio_net NICs" in row["result"]
+    assert goal_rows(summary, bench_report.GOAL_THREADED, "netdevsim")[0]["status"] == "pass"
+    assert "planned without results: patched virtio" in md
+
+
+def test_a_transport_without_cells_is_a_broken_goal_row(tmp_path):
+    top = str(tmp_path)
+    cells = [rr_cell("threaded-busy", 100, device=device, transport=transport, **THREADED_GOOD)
+             for device, transport in (("igb", "udp"), ("igb", "xdp"), ("virtio", "udp"))]
+    write_run(top, "run1-patched-full", "patched", rr=cells)
+    rc, summary, _ = report(top)
+    assert rc == 1
+    rows = {r["where"].split()[0]: r for r in goal_rows(summary, bench_report.GOAL_THREADED,
+                                                        "virtio")}
+    assert rows["UDP"]["status"] == "pass"
+    assert rows["XDP"]["status"] == "broken"
+    assert "no XDP cell recorded" in rows["XDP"]["result"]
+
+
+# --- each kernel's own cells ---------------------------------------------------
+
+def test_runs_of_two_kernels_never_replace_each_others_cells(tmp_path):
+    """The runbook's layout: one plan, two kernels. The base kernel's
+    defer20 cell must not become the patched kernel's reference."""
+    top = str(tmp_path)
+    write_run(top, "run1-patched-host", "patched", mc=[
+        mc_point("defer20", 4000, 97, 900, 1.0, device="host"),
+        mc_point("suspend20", 4000, 96, 900, 0.08, device="host", **SUSPENDED)])
+    write_run(top, "run2-base-host", "base", mc=[
+        mc_point("defer20", 4000, 97, 900, 0.2, device="host")])
+    _, summary, md = report(top)
+    [row] = [g for g in goal_rows(summary, bench_report.GOAL_SUSPEND, "host")
+             if g["where"].startswith("suspend20")]
+    assert row["status"] == "pass", row
+    assert row["kernel"] == "patched"
+    assert "| IRQ suspension at the saturated point | patched | host |" in md
+
+
+# --- each NAPI's own suspension -----------------------------------------------
+
+def trace_line(ts, event, rest, cpu=0, comm="memcached-321", flags="b..1."):
+    return f"   {comm}     [{cpu:03d}] {flags}  {ts:.6f}: {event}: {rest}"
+
+
+def irq_event(ts, kind, napi_id, napi, cpu=0, reason="events"):
+    """A suspension event, with the address probe's line right before it."""
+    return [trace_line(ts - 0.000002, "napi_irq_ptr",
+                       f"(trace_event_raw_event_napi_irq_suspend_class+0x4/0x130) "
+                       f"napi=0x{napi:x}", cpu),
+            trace_line(ts, f"napi_irq_{kind}", f"napi_id={napi_id} dev=eth1 timeout=20000000 "
+                       f"reason={reason} disabled=0", cpu)]
+
+
+def poll(ts, napi, cpu=1):
+    return trace_line(ts, "napi_poll", f"napi poll on napi struct {napi:016x} for device eth1 "
+                      "work 1 budget 64", cpu, "<idle>-0", "..s1.")
+
+
+def rearm(ts, napi, cpu=1):
+    return trace_line(ts, "napi_rearm", f"(mlx5e_napi_poll+0x1a4/0x2c0 <- napi_complete_done) "
+                      f"napi=0x{napi:x} done=1", cpu, "<idle>-0", "..s1.")
+
+
+NAPI_A, NAPI_B = 0xffff8880a0000000, 0xffff8880b0000000
+
+
+def two_napis(pairs=True):
+    """A suspended 100-102 s, B from 101 s on; a softirq poll and a re-arm
+    on B at 105 s, and on A at 103 s (A no longer suspended)."""
+    lines = (irq_event(100.0, "suspend", 8193, NAPI_A) + irq_event(101.0, "suspend", 8194, NAPI_B)
+             + irq_event(102.0, "resume", 8193, NAPI_A, cpu=1, reason="timer")
+             + [poll(103.0, NAPI_A), rearm(103.0, NAPI_A), poll(105.0, NAPI_B),
+                rearm(105.0, NAPI_B)])
+    if not pairs:
+        lines = [line for line in lines if "napi_irq_ptr" not in line]
+    return benchlib.parse_trace(lines, 100.0, 110.0)
+
+
+def test_suspension_is_tracked_per_napi():
+    events = two_napis()
+    sut = benchlib.suspension_counts(events, 100)
+    assert sut["suspended_frac"] == 0.55         # A 2 s, B 9 s of 10 s: the mean
+    assert sut["suspensions"] == 2
+    assert sut["softirq_polls_suspended"] == 1   # B's at 105 s, not A's at 103 s
+    assert benchlib.rearm_counts(events, 100)["rx_rearms_suspended"] == 1
+    assert events["napi_ids"] == {NAPI_A: 8193, NAPI_B: 8194}
+
+
+def test_polls_of_several_napis_without_their_ids_are_not_measured():
+    events = two_napis(pairs=False)
+    before = snap(100.0, {"cpu0": 0}, {"cpu0": 0}, 0, {})
+    after = snap(110.0, {"cpu0": 10}, {"cpu0": 4}, 8, {})
+    got = benchlib.window_counts(before, after, 100, ["cpu0"], events)
+    assert got["sut"]["softirq_polls_suspended"] is None
+    assert got["sut"]["rx_rearms_suspended"] is None
+    assert "cannot be placed in their NAPI's suspension" in got["not_measured"]["suspension"]
+
+
+# --- the SUT's clock ---------------------------------------------------------------
+
+def test_a_tool_on_another_clock_is_cut_at_the_harness_reads():
+    run = benchlib.run_windowed(fake_tool(
+        '{"window": "start", "ns": 5000000000, "sent": 61, "served": 60}',
+        '{"window":"end","ns":7000000000,"sent":261,"served":250}', own_clock=True),
+        None, timeout=30)
+    probes = Probes()
+    counts = benchlib.measured_counts(run, Pair(), probes, 200, ["cpu0"])
+    assert probes.cut == (run["before"]["time"], run["after"]["time"])
+    assert "not the SUT's clock" in counts["clock_mismatch"]
+
+
+def test_generators_on_a_peer_host_are_cut_on_the_suts_clock():
+    """A peer's CLOCK_MONOTONIC may even be close to ours: a tool there is
+    cut at the harness's reads whatever its edges say."""
+    run = benchlib.run_windowed(fake_tool(
+        '{"window": "start", "ns": 5000000000, "sent": 61, "served": 60}',
+        '{"window":"end","ns":7000000000,"sent":261,"served":250}'), None, timeout=30)
+    pair = benchlib.HostPair()
+    pair.netns = {benchlib.NS_SUT: None, benchlib.NS_PEER: None}
+    probes = Probes()
+    counts = benchlib.measured_counts(run, pair, probes, 200, ["cpu0"],
+                                      tool_side=benchlib.NS_PEER)
+    assert probes.cut == (run["before"]["time"], run["after"]["time"])
+    assert "the peer's clock" in counts["window_clock"] and "clock_mismatch" not in counts
+    # The dry run's peer is a namespace of this machine: its edges stand.
+    pair.netns[benchlib.NS_PEER] = "peer"
+    benchlib.measured_counts(run, pair, probes, 200, ["cpu0"], tool_side=benchlib.NS_PEER)
+    assert probes.cut == (run["before"]["tool_time"], run["after"]["tool_time"])
+
+
+# --- every vector that carries RX ---------------------------------------------
+
+@pytest.mark.parametrize("vector", ["mlx5_comp0@pci:0000:03:00.0", "ice-eth0-TxRx-0",
+                                    "idpf-eth0-TxRx-1"])
+def test_combined_vectors_count_as_rx(vector):
+    before = snap(10.0, {"cpu0": 0}, {"cpu0": 0}, 0, {vector: 100})
+    after = snap(12.0, {"cpu0": 10}, {"cpu0": 4}, 8, {vector: 120})
+    got = benchlib.window_counts(before, after, 100, ["cpu0"], None)
+    assert got["sut"]["rx_irqs"] == 0.2 and got["sut"]["rxtx_irqs"] == 0.2
+    assert "irqs" not in got["not_measured"]
+
+
+def test_the_goal_says_combined_vectors_count_as_rx():
+    [row] = bench_report.goal_suspension("host", bench_report.mc_points([
+        mc_point("defer20", 4000, 97, 900, 1.0, device="host", rxtx_irqs=1.0),
+        mc_point("suspend20", 4000, 96, 900, 0.05, device="host", rxtx_irqs=0.05,
+                 **SUSPENDED)]))
+    assert row["status"] == "pass"
+    assert "SUT RX IRQs per query vs defer20's (RX+TX vectors, counted as RX) 0.050" \
+        in row["figures"]
+
+
+def test_rearms_judge_where_irqs_are_not_counted():
+    cells = threaded_reps(2, device="host", rx_irqs=None, rx_rearms=0.01,
+                          kthread_packets=1.0)
+    for cell in cells:
+        cell["counters"]["not_measured"] = {"irqs": "no RX vector among the device's "
+                                                    "interrupt lines"}
+    [row] = bench_report.goal_threaded("host", bench_report.rr_cells(cells))
+    assert row["status"] == "partial", row
+    assert "SUT RX IRQs per request: n/a (not measured: no RX vector" in row["result"]
+
+
+# --- every part of a counted function --------------------------------------------
+
+CLONED_MAP = """ffffffff81000000 T _stext
+ffffffff81100000 T napi_complete_done
+ffffffff81100200 t __napi_poll.constprop.0
+ffffffff81100400 t napi_gro_flush_normal.isra.0
+ffffffff81100500 T net_rx_action
+ffffffff81100900 T __x64_sys_sethostname
+ffffffff81100a00 T _etext
+ffffffff81200000 t napi_complete_done.cold
+ffffffff81200040 t net_rx_action.cold
+ffffffff81200080 t unrelated.cold
+"""
+
+
+def test_insn_ranges_count_every_part_of_a_function():
+    syms = insn_ranges.text_symbols(CLONED_MAP.splitlines())
+    found, missing = insn_ranges.ranges(syms, ["napi_complete_done", "__napi_poll",
+                                               "napi_gro_flush_normal", "net_rx_action"])
+    assert found == {"napi_complete_done": (0xffffffff81100000, 0xffffffff81100200),
+                     "napi_complete_done.cold": (0xffffffff81200000, 0xffffffff81200040),
+                     "__napi_poll.constprop.0": (0xffffffff81100200, 0xffffffff81100400),
+                     "napi_gro_flush_normal.isra.0": (0xffffffff81100400, 0xffffffff81100500),
+                     "net_rx_action": (0xffffffff81100500, 0xffffffff81100900),
+                     "net_rx_action.cold": (0xffffffff81200040, 0xffffffff81200080)}
+    assert missing == []
+    assert "napi_gro_flush_normal" in insn_ranges.NAPI_CORE
+    assert insn_ranges.logical_name("napi_poll.isra.0.cold") == "napi_poll"
+
+
+def test_insn_per_exchange_sums_the_parts_of_a_function():
+    marks = [mark(1, {"napi_complete_done": [100], "napi_complete_done.cold": [0]}),
+             mark(2, {"napi_complete_done": [300], "napi_complete_done.cold": [50]})]
+    assert benchlib.insn_per_exchange(marks, 10) == ({"napi_complete_done": 25.0}, None)
+
+
+def test_goal_off_a_ratio_far_below_one_is_a_broken_count():
+    row = insn_goal([400.0, 400.0], [320.0, 321.0])     # 0.8 of the base
+    assert row["status"] == "broken"
+    assert "under 0.95 of the base" in row["result"]
+
+
+def baseline_runs(top, symbols):
+    """Base and patched baseline runs of one virtio cell; SYMBOLS: each
+    kernel's insn-symbols.json "found" names (None: no file)."""
+    for n, label in ((1, "patched"), (2, "base")):
+        write_run(top, f"run{n}-{label}-baseline", label,
+                  rr=[rr_cell("interrupts", 100, device="virtio")])
+        if symbols[label] is not None:
+            with open(f"{top}/run{n}-{label}-baseline/insn-symbols.json", "w") as f:
+                json.dump({"found": {s: {} for s in symbols[label]}}, f)
+    _, summary, _ = report(top)
+    [row] = goal_rows(summary, bench_report.GOAL_OFF, "virtio")
+    return row
+
+
+CORE = ["napi_complete_done", "__napi_poll", "net_rx_action"]
+
+
+def test_goal_off_needs_the_same_functions_counted_on_both_kernels(tmp_path):
+    row = baseline_runs(str(tmp_path / "same"), {
+        "base": CORE + ["____napi_schedule"],
+        "patched": CORE + ["____napi_schedule.constprop.0", "napi_complete_done.cold",
+                           "napi_complete_done_slow"]})
+    assert row["status"] == "pass", row
+    row = baseline_runs(str(tmp_path / "differ"), {
+        "base": CORE + ["____napi_schedule"], "patched": CORE + ["napi_complete_done_slow"]})
+    assert row["status"] == "broken"
+    assert "base only: ____napi_schedule; patched only: -" in row["result"]
+    row = baseline_runs(str(tmp_path / "unknown"), {"base": CORE, "patched": None})
+    assert row["status"] == "broken"
+    assert "patched: no insn-symbols.json" in row["result"]
+
+
+# --- figures that can be counts ----------------------------------------------------
+
+def test_negative_or_nan_counts_are_broken_not_judged():
+    status, text = bench_report.check("SUT RX IRQs per request", [-0.5, 0.0],
+                                      lambda v: v <= 0.02, "≤ 0.02")
+    assert status == "broken" and "-0.500..0.000" in text
+    status, text = bench_report.check("lost", [0.0, math.nan], lambda v: v == 0, "0")
+    assert status == "broken"
+    assert bench_report.span([0.0, math.nan]) == "0.000, NaN"
+
+
+def test_rearm_probe_misses_leave_the_rearms_unmeasured(tmp_path):
+    probes = benchlib.TraceProbes.__new__(benchlib.TraceProbes)
+    probes.TRACING = str(tmp_path)
+    probes.enabled, probes.notes, probes.counting = ["napi_poll"], {}, []
+    probes.rearm_probe = True
+    (tmp_path / "kprobe_profile").write_text("  napi_rearm     5     2\n")
+    probes.reset()
+    (tmp_path / "trace").write_text("\n".join([poll(1.5, NAPI_B), rearm(1.5, NAPI_B)]) + "\n")
+    events, notes = probes.window(1.0, 2.0)
+    assert events["rearms"] == [1.5]
+    (tmp_path / "kprobe_profile").write_text("  napi_rearm     9     3\n")
+    events, notes = probes.window(1.0, 2.0)
+    assert events["rearms"] is None
+    assert notes["rearms"] == "the re-arm probe missed 1 returns (kprobe_profile nmissed)"
+
+
+def test_irq_affinity_off_the_sut_cpus_breaks_the_repetition(tmp_path, monkeypatch):
+    assert benchlib.irq_affinity_problem({"eth0-rx-0": "1"}, {"eth1-rx-0": "2"},
+                                         ["cpu0", "cpu1"]) is None
+    assert benchlib.irq_affinity_problem({"eth0-rx-0": "1-2"}, {"eth1-rx-0": "1"},
+                                         ["cpu0", "cpu1"]) == \
+        ("SUT vector eth0-rx-0 on CPU 1-2, outside the SUT's CPUs; "
+         "peer vector eth1-rx-0 on CPU 1, one of the SUT's")
+    monkeypatch.setattr(benchlib, "irq_affinity",
+                        lambda regex: {"eth0-rx-0": "3"} if regex == "sut" else {})
+    pair = Pair()
+    pair.irq_regex = "sut"
+    edge = {"time": 1.0, "cpu": {}, "net_rx": {}, "ctxt": 0, "irqs": {}}
+    counts = benchlib.measured_counts({"before": edge, "after": dict(edge, time=3.0)}, pair,
+                                      Probes(), 100, ["cpu1"])
+    assert counts["irq_affinity_problem"] == \
+        "SUT vector eth0-rx-0 on CPU 3, outside the SUT's CPUs"
+    cells = threaded_reps(1, device="virtio", **THREADED_GOOD)
+    cells[0]["counters"]["irq_affinity_problem"] = counts["irq_affinity_problem"]
+    [row] = bench_report.goal_threaded("virtio", bench_report.rr_cells(cells))
+    assert row["status"] == "broken"
+    assert "rep 0: IRQ affinity: SUT vector eth0-rx-0 on CPU 3" in row["result"]
