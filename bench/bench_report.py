@@ -154,7 +154,7 @@ def is_tcg(run):
 
 
 def tcg_thread(accel):
-    """"single" or "multi" for a TCG boot (workbench/vm.sh's accel line:
+    """"single" or "multi" for a TCG boot (workbench/vm/vm.sh's accel line:
     "tcg (thread=multi)"), None for KVM or a real host."""
     if "tcg" not in accel:
         return None

@@ -2,7 +2,7 @@
 """A NIC's data vectors in /proc/interrupts, by its driver's naming: the
 one place the benchmarks (benchlib.py, in the guest) and the two-machine
 runbook (host/host-setup.py) find them. Also the NICs of a driver, for
-the benchmarks and the selftests' guest (workbench/guest-run-tests.sh,
+the benchmarks and the selftests' guest (workbench/vm/guest-run-tests.sh,
 through "nic_irqs.py nics DRIVER"). Python 3.11 standard library only.
 """
 

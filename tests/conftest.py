@@ -4,9 +4,12 @@ import importlib.util
 import os
 import sys
 
-WORKBENCH = os.path.join(os.path.dirname(__file__), "..", "workbench")
+TOP = os.path.join(os.path.dirname(__file__), "..")
+WORKBENCH = os.path.join(TOP, "workbench")
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")
-sys.path.insert(0, WORKBENCH)
+# The workbench's modules the tests import by name: report/ (tap, splat)
+# and vm/ (shard_plan).
+sys.path[:0] = [os.path.join(WORKBENCH, "report"), os.path.join(WORKBENCH, "vm")]
 # The tests run the workbench's scripts as a user would: nothing a
 # surrounding make test (or test-subsets) set may leak into them.
 for _name in ("SUBSET", "SUBSETS", "SELFTESTS_LIST", "PATCHES", "RESULTS", "TESTS", "OBJ",
@@ -19,6 +22,19 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "bench"))
 def fixture_text(name):
     with open(os.path.join(FIXTURES, name)) as fp:
         return fp.read()
+
+
+def stub_script(top, name, body):
+    """Replace the file NAME in the copy of the project at TOP (its
+    workbench/, tools/ or bench/) with BODY. Found by name wherever it
+    lives, and exactly once: a stub for a script that moved or was
+    renamed fails here instead of standing in for nothing."""
+    found = [path for part in ("workbench", "tools", "bench") if (top / part).is_dir()
+             for path in (top / part).rglob(name)]
+    assert len(found) == 1, f"{name}: {len(found)} files of that name in {top}: {found}"
+    found[0].write_text(body)
+    found[0].chmod(0o755)
+    return found[0]
 
 
 def load_script(name, path):

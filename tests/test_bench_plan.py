@@ -7,6 +7,8 @@ import subprocess
 
 import pytest
 
+from conftest import stub_script
+
 TOP = os.path.join(os.path.dirname(__file__), "..")
 
 
@@ -16,11 +18,12 @@ def bench_boots(tmp_path, plan, env_extra=None):
     shutil.copytree(os.path.join(TOP, "workbench"), top / "workbench")
     (top / "bench").mkdir()
     (top / "bench" / "Makefile").write_text("all:\n")
+    for name, body in (("vm.sh", 'echo "$VM_TCG_THREAD|$VM_CPUS|$VM_APPEND|$4" >>"$BOOTS"\n'
+                                  'echo 0 >"$2/guest-finished"\n'
+                                  'echo \'{"ok": true}\' >"$2/runbook-dryrun.json"'),
+                       ("vm-accel.sh", "echo tcg")):
+        stub_script(top, name, "#!/bin/bash\n" + body + "\n")
     stubs = {
-        top / "workbench" / "vm.sh": 'echo "$VM_TCG_THREAD|$VM_CPUS|$VM_APPEND|$4" >>"$BOOTS"\n'
-                                     'echo 0 >"$2/guest-finished"\n'
-                                     'echo \'{"ok": true}\' >"$2/runbook-dryrun.json"',
-        top / "workbench" / "vm-accel.sh": "echo tcg",
         top / "bench" / "napi_struct_layout.sh": "exit 0",
         tmp_path / "bin" / "qemu-system-x86_64": "echo 'name \"igb\", bus PCI'",
         tmp_path / "bin" / "python3": 'case "$1" in *insn_ranges.py) exit 1 ;; esac\n'
@@ -31,7 +34,7 @@ def bench_boots(tmp_path, plan, env_extra=None):
         path.write_text("#!/bin/bash\n" + body + "\n")
         path.chmod(0o755)
     # Started by python3: no splat, no report.
-    (top / "workbench" / "splat.py").write_text("print('[]')\n")
+    stub_script(top, "splat.py", "print('[]')\n")
     (top / "bench" / "bench_report.py").write_text("")
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("BENCH_", "VM_")) and k not in ("RESULTS", "BASELINE")}

@@ -6,6 +6,8 @@ import os
 import shutil
 import subprocess
 
+from conftest import stub_script
+
 TOP = os.path.join(os.path.dirname(__file__), "..")
 RELEASE = "6.12.117"
 
@@ -26,7 +28,7 @@ mk() { # package version files...
 mk linux-image-$r $r-1 boot/vmlinuz-$r boot/config-$r boot/System.map-$r lib/modules/$r/modules.builtin
 mk linux-headers-$r $r-1 usr/src/linux-headers-$r/Makefile usr/src/linux-headers-$r/Module.symvers
 mk linux-libc-dev $r-1 usr/include/linux/netdev.h
-"$(dirname "$0")/package-tools.sh" "$dest"
+"$(dirname "$0")/package/package-tools.sh" "$dest"
 """
 
 # vm.sh KERNEL RWDIR TIMEOUT CMD: a guest that boots KERNEL's release and
@@ -46,15 +48,14 @@ def check_package(tmp_path, **env_extra):
     shutil.copytree(os.path.join(TOP, "workbench"), top / "workbench")
     shutil.copytree(os.path.join(TOP, "tools"), top / "tools")
     for name, body in (("package.sh", PACKAGE_STUB), ("vm.sh", VM_STUB)):
-        (top / "workbench" / name).write_text(body)
-        (top / "workbench" / name).chmod(0o755)
+        stub_script(top, name, body)
     obj = tmp_path / "obj" / "include" / "config"
     obj.mkdir(parents=True)
     (obj / "kernel.release").write_text(RELEASE + "\n")
     out = tmp_path / "package.json"
     env = dict(os.environ, NAPI_CACHE=str(tmp_path / "cache"), RESULTS=str(tmp_path / "results"),
                **env_extra)
-    subprocess.run([str(top / "workbench" / "check-package.sh"), str(tmp_path / "obj"), str(out)],
+    subprocess.run([str(top / "workbench" / "package" / "check-package.sh"), str(tmp_path / "obj"), str(out)],
                    env=env, check=True, capture_output=True, text=True)
     return {r["name"]: r for r in json.loads(out.read_text())}
 

@@ -7,7 +7,7 @@ import os
 import shutil
 import subprocess
 
-from conftest import mark_topics
+from conftest import mark_topics, stub_script
 
 TOP = os.path.join(os.path.dirname(__file__), "..")
 
@@ -46,7 +46,7 @@ def toy_series(tmp_path, commits):
     top = tmp_path / "top"
     shutil.copytree(os.path.join(TOP, "workbench"), top / "workbench")
     # The toy tree has no Kconfig.
-    (top / "workbench" / "configure.sh").write_text("#!/bin/bash\nmkdir -p \"$2\"\n")
+    stub_script(top, "configure.sh", "#!/bin/bash\nmkdir -p \"$2\"\n")
     (top / "patches").mkdir()
     env = dict(os.environ, NAPI_CACHE=str(tmp_path / "cache"), HOME=str(tmp_path),
                RESULTS=str(tmp_path / "results"), KERNEL_SRC=str(tmp_path / "linux"),
@@ -96,7 +96,7 @@ def test_kernel_src_toy_tree_and_one_result_per_check(tmp_path):
     assert git(src, "rev-list", "--count", "base-local..HEAD", env=env).stdout.strip() == "4"
 
     out = tmp_path / "static.json"
-    proc = run(str(top / "workbench" / "check-patches.sh"), str(out), env=env, check=False)
+    proc = run(str(top / "workbench" / "checks" / "check-patches.sh"), str(out), env=env, check=False)
     assert proc.returncode == 1, proc.stderr
     res = {r["name"]: r for r in json.loads(out.read_text())}
     assert len(res) == 15
@@ -162,7 +162,7 @@ def fake_archive(tmp_path, env, version, files):
 def test_series_on_the_newest_archive_version(tmp_path):
     top, env = toy_series(tmp_path, SERIES[:3])
     run(str(top / "workbench" / "prepare-tree.sh"), env=env)
-    check = str(top / "workbench" / "check-newest.sh")
+    check = str(top / "workbench" / "checks" / "check-newest.sh")
     out = tmp_path / "newest.json"
 
     ok = fake_archive(tmp_path, env, "6.12.1000-1", {"net/other.c": "int o;\n"})

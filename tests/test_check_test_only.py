@@ -5,7 +5,7 @@ import pytest
 
 from conftest import WORKBENCH, load_script
 
-check = load_script("check_test_only", os.path.join(WORKBENCH, "check-test-only.py"))
+check = load_script("check_test_only", os.path.join(WORKBENCH, "checks", "check-test-only.py"))
 
 SERIES = ("# 08-irq-affinity: net: napi: keep the IRQ affinity\n08-irq-affinity/0001-a.patch\n"
           "# 09-test-tooling: net: NAPI race and stress test tooling (not for merging)\n"
@@ -40,7 +40,7 @@ def tree(tmp_path, after, kconfig=KCONFIG):
 
 
 def run(repo, patches, config):
-    return subprocess.run([os.path.join(WORKBENCH, "check-test-only.py"), repo, patches, config],
+    return subprocess.run([os.path.join(WORKBENCH, "checks", "check-test-only.py"), repo, patches, config],
                           capture_output=True, text=True)
 
 

@@ -1,4 +1,4 @@
-"""workbench/configure.sh's flavours on a fake kernel tree: which
+"""workbench/tree/configure.sh's flavours on a fake kernel tree: which
 fragments each flavour merges, modules built in except for the per-patch
 build, the skip when nothing changed, and a requested option that
 olddefconfig drops failing the step."""
@@ -44,7 +44,7 @@ def configure(tmp_path, flavour, olddefconfig="exit 0"):
             path.write_text(f"#!/bin/bash\n{body}\n")
         path.chmod(0o755)
     env = dict(os.environ, NAPI_CACHE=str(cache), PATH=f"{bindir}:{os.environ['PATH']}")
-    proc = subprocess.run(["bash", os.path.join(TOP, "workbench", "configure.sh"), str(src),
+    proc = subprocess.run(["bash", os.path.join(TOP, "workbench", "tree", "configure.sh"), str(src),
                            str(obj), flavour], env=env, capture_output=True, text=True,
                           timeout=60, check=False)
     return proc, obj

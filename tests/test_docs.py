@@ -72,7 +72,7 @@ def test_subset_table_matches_subsets_list():
     _, rows = table(read(README), "subset up to")
     assert [row[0].strip("`") for row in rows] == topics()
     wanted = {}
-    for topic, test, *_ in entries(os.path.join(TOP, "workbench", "subsets.list")):
+    for topic, test, *_ in entries(os.path.join(TOP, "workbench", "data", "subsets.list")):
         wanted.setdefault(topic, set()).add(test.split(":")[1])
     for row in rows:
         named = set(re.findall(r"`([\w.]+\.(?:py|sh))`", row[2]))
@@ -99,7 +99,7 @@ def test_nic_matrix_has_every_entry_of_selftests_list():
     """Each drivers/net entry of selftests.list (no NIC: netdevsim) is a
     'yes' of the matrix, and the matrix marks nothing else."""
     planned = set()
-    for name, _, *rest in entries(os.path.join(TOP, "workbench", "selftests.list")):
+    for name, _, *rest in entries(os.path.join(TOP, "workbench", "data", "selftests.list")):
         collection, test = name.split(":")
         if collection != "drivers/net":
             continue

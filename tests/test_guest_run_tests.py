@@ -1,4 +1,4 @@
-"""workbench/guest-run-tests.sh, the VM side of make test, in a fake VM:
+"""workbench/vm/guest-run-tests.sh, the VM side of make test, in a fake VM:
 its NICs a sysfs fixture, `ip` a stub that keeps the netns state, and the
 kselftest runner a stub that records what each test was given."""
 import json
@@ -73,7 +73,7 @@ def guest_run(tmp_path, plan, runner=RUNNER_STUB, **extra_env):
     env = {k: v for k, v in os.environ.items() if k not in ENDPOINT_VARS}
     env.update(PATH=f"{bindir}:{env['PATH']}", FAKE_VM=str(state), SYS_CLASS_NET=str(sysfs),
                SKIP_WHY="this QEMU lacks it", **extra_env)
-    subprocess.run(["bash", os.path.join(TOP, "workbench", "guest-run-tests.sh"), str(ksft),
+    subprocess.run(["bash", os.path.join(TOP, "workbench", "vm", "guest-run-tests.sh"), str(ksft),
                     str(out)], env=env, check=True, capture_output=True, text=True, timeout=60)
     ran = state / "runs.jsonl"
     runs = [json.loads(line) for line in ran.read_text().splitlines()] if ran.exists() else []

@@ -8,6 +8,8 @@ import subprocess
 
 import pytest
 
+from conftest import stub_script
+
 TOP = os.path.join(os.path.dirname(__file__), "..")
 FLAVOURS = ("KASAN", "RT", "KCSAN", "UP")
 
@@ -24,7 +26,7 @@ def tree(tmp_path, force):
     top = tmp_path / "top"
     shutil.copytree(os.path.join(TOP, "workbench"), top / "workbench")
     for name in ("fetch-base.sh", "apply.sh"):
-        (top / "workbench" / name).write_text("#!/bin/bash\nexit 0\n")
+        stub_script(top, name, "#!/bin/bash\nexit 0\n")
     (top / "patches").mkdir()
     (top / "patches" / "series").write_text("")
     cache = tmp_path / "cache"

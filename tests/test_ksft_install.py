@@ -39,7 +39,7 @@ def test_ynl_is_cleaned_before_the_selftests_build(tmp_path):
     shutil.copytree(os.path.join(TOP, "tests", "vm"), top / "tests" / "vm")
     shutil.copytree(os.path.join(TOP, "tools"), top / "tools")
     (dest / "drivers" / "net").mkdir(parents=True)
-    proc = subprocess.run([str(top / "workbench" / "ksft-install.sh"), str(src), str(dest)],
+    proc = subprocess.run([str(top / "workbench" / "vm" / "ksft-install.sh"), str(src), str(dest)],
                           env=env, capture_output=True, text=True, timeout=60, check=False)
     calls = log.read_text().splitlines()
     ynl_clean = [i for i, c in enumerate(calls) if c.endswith("tools/net/ynl clean")]

@@ -7,6 +7,8 @@ import shutil
 import subprocess
 import sys
 
+from conftest import stub_script
+
 TOP = os.path.join(os.path.dirname(__file__), "..")
 
 
@@ -19,10 +21,12 @@ def make_test(tmp_path, stubs, path_stubs=None, env_extra=None):
     (top / "tests" / "test_nothing.py").write_text("def test_nothing():\n    pass\n")
     bindir = tmp_path / "bin"
     bindir.mkdir()
-    for where, name, body in ([(top / "workbench", n, b) for n, b in stubs.items()] +
-                              [(bindir, n, b) for n, b in (path_stubs or {}).items()]):
-        (where / name).write_text("#!/bin/bash\n" + body + "\n")
-        (where / name).chmod(0o755)
+    # The project's scripts by name, wherever they live; commands on PATH.
+    for name, body in stubs.items():
+        stub_script(top, name, "#!/bin/bash\n" + body + "\n")
+    for name, body in (path_stubs or {}).items():
+        (bindir / name).write_text("#!/bin/bash\n" + body + "\n")
+        (bindir / name).chmod(0o755)
     venv = tmp_path / "cache" / "venv" / "bin"
     venv.mkdir(parents=True)
     # A wrapper, not a link: a venv's python finds its packages only
@@ -155,7 +159,7 @@ def test_plan_scales_time_limits_for_the_machine(tmp_path):
     4 again for KASAN; both make the guest's selftests relax their
     timing (KSFT_MACHINE_SLOW), KVM without KASAN does not."""
     listed = next(int(line.split()[1]) for line in
-                  open(os.path.join(TOP, "workbench", "selftests.list"))
+                  open(os.path.join(TOP, "workbench", "data", "selftests.list"))
                   if line.split()[:1] == ["drivers/net:napi_id.py"] and line.split()[2:] == ["igb"])
     for accel, kasan, scale, slow in (("kvm", "", 1, "no"), ("tcg", "", 3, "yes"),
                                       ("tcg", "1", 12, "yes")):

@@ -3,7 +3,7 @@ import os
 import subprocess
 import sys
 
-WB = os.path.join(os.path.dirname(__file__), "..", "workbench")
+REPORT = os.path.join(os.path.dirname(__file__), "..", "workbench", "report", "make-test-report.py")
 FIX = os.path.join(os.path.dirname(__file__), "fixtures")
 
 
@@ -21,7 +21,7 @@ def make_run(tmp_path, finished, died_in=None, console="", plan="net:a.py 10\nne
     if died_in:
         (tmp_path / "vm" / "current-test").write_text(died_in + "\n")
     (tmp_path / "vm" / "console.log").write_text(console)
-    proc = subprocess.run([sys.executable, os.path.join(WB, "make_test_report.py"),
+    proc = subprocess.run([sys.executable, REPORT,
                            "--results", str(tmp_path)],
                           capture_output=True, text=True)
     summary = json.loads((tmp_path / "summary.json").read_text())
@@ -29,7 +29,7 @@ def make_run(tmp_path, finished, died_in=None, console="", plan="net:a.py 10\nne
 
 
 def one_test_run(tmp_path, tap, stacks=None):
-    """make_test_report.py's output for one test net:a.py with TAP output TAP
+    """make-test-report.py's output for one test net:a.py with TAP output TAP
     (and a .stacks file STACKS), its kernel log clean."""
     vm = tmp_path / "vm" / "tests"
     vm.mkdir(parents=True)
@@ -40,7 +40,7 @@ def one_test_run(tmp_path, tap, stacks=None):
     (tmp_path / "vm" / "guest-results.jsonl").write_text(
         json.dumps({"test": "net:a.py", "rc": 1, "seconds": 1.0, "timeout": 10}) + "\n")
     (tmp_path / "vm" / "plan").write_text("net:a.py 10\n")
-    return subprocess.run([sys.executable, os.path.join(WB, "make_test_report.py"), "--results",
+    return subprocess.run([sys.executable, REPORT, "--results",
                            str(tmp_path)], capture_output=True, text=True)
 
 
@@ -67,7 +67,7 @@ def test_crash_is_attributed_to_the_running_test(tmp_path):
 def test_missing_dmesg_fails(tmp_path):
     make_run(tmp_path, [("net:a.py", "skip.tap", "clean.dmesg")])
     os.unlink(tmp_path / "vm" / "tests" / "net_a.py.dmesg")
-    subprocess.run([sys.executable, os.path.join(WB, "make_test_report.py"),
+    subprocess.run([sys.executable, REPORT,
                     "--results", str(tmp_path)], capture_output=True, text=True)
     summary = json.loads((tmp_path / "summary.json").read_text())
     first = summary["results"][0]
@@ -86,7 +86,7 @@ def test_xfail_is_counted_apart_and_not_as_passed(tmp_path):
     (tmp_path / "vm" / "guest-results.jsonl").write_text(
         json.dumps({"test": "net:a.py", "rc": 1, "seconds": 1.0, "timeout": 10}) + "\n")
     (tmp_path / "vm" / "plan").write_text("net:a.py 10\n")
-    proc = subprocess.run([sys.executable, os.path.join(WB, "make_test_report.py"), "--results",
+    proc = subprocess.run([sys.executable, REPORT, "--results",
                            str(tmp_path), "--known-failures", str(known),
                            "--base", "Debian linux-source-6.12 6.12.117-1~deb12u1"],
                           capture_output=True, text=True)
@@ -119,7 +119,7 @@ def cut_run(tmp_path, *flags):
     with open(tmp_path / "vm" / "guest-results.jsonl", "a") as fp:
         fp.write(json.dumps({"test": "net:b.py", "rc": -1, "seconds": 0, "timeout": 10,
                              "budget": 4000, "left": 7}) + "\n")
-    proc = subprocess.run([sys.executable, os.path.join(WB, "make_test_report.py"),
+    proc = subprocess.run([sys.executable, REPORT,
                            "--results", str(tmp_path), *flags], capture_output=True, text=True)
     return proc, json.loads((tmp_path / "summary.json").read_text())["results"][1]
 
@@ -163,7 +163,7 @@ def test_the_results_of_every_vm_are_read_in_order(tmp_path):
     (second / "tests" / "net_b.py.dmesg").write_text(open(os.path.join(FIX, "warn.dmesg")).read())
     (second / "guest-results.jsonl").write_text(
         json.dumps({"test": "net:b.py", "rc": 0, "seconds": 1.0, "timeout": 10}) + "\n")
-    proc = subprocess.run([sys.executable, os.path.join(WB, "make_test_report.py"),
+    proc = subprocess.run([sys.executable, REPORT,
                            "--results", str(tmp_path)], capture_output=True, text=True)
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert [(r["name"], r["status"]) for r in summary["results"]] == [
@@ -186,7 +186,7 @@ def test_a_retried_entry_says_it_ran_twice(tmp_path):
         {"test": "net:a.py", "rc": 0, "seconds": 1.0, "timeout": 10,
          "retried": "udevd closed its control connection"}) + "\n")
     (tmp_path / "vm" / "plan").write_text("net:a.py 10\n")
-    proc = subprocess.run([sys.executable, os.path.join(WB, "make_test_report.py"), "--results",
+    proc = subprocess.run([sys.executable, REPORT, "--results",
                            str(tmp_path)], capture_output=True, text=True)
     res = json.loads((tmp_path / "summary.json").read_text())["results"][0]
     assert res["status"] == "pass", proc.stdout

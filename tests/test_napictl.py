@@ -1,6 +1,6 @@
 """tools/napictl against a fake netlink transport and a fake host: netlink
 encoding and parsing, CPU lists, the config file, the show table, queue to
-NAPI resolution, napi-set errors; and workbench/package-tools.sh's .deb."""
+NAPI resolution, napi-set errors; and workbench/package/package-tools.sh's .deb."""
 import errno
 import json
 import os
@@ -582,7 +582,7 @@ def test_set_nothing_and_missing_cpu(capsys):
 
 @pytest.mark.skipif(not shutil.which("dpkg-deb"), reason="no dpkg-deb")
 def test_package_tools(tmp_path):
-    subprocess.run([os.path.join(TOP, "workbench", "package-tools.sh"), str(tmp_path)],
+    subprocess.run([os.path.join(TOP, "workbench", "package", "package-tools.sh"), str(tmp_path)],
                    check=True, capture_output=True)
     [deb] = tmp_path.glob("napi-tools_*_all.deb")
     version = subprocess.run([TOOL, "--version"], capture_output=True, text=True).stdout.split()[1]

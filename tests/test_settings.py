@@ -1,4 +1,4 @@
-"""workbench/settings.tsv, the one description of the environment
+"""workbench/data/settings.tsv, the one description of the environment
 variables: every variable the workbench's scripts read is in it and
 every row is read where it says; switches treat 0 as off; and
 docs/workbench.md's table is the one rendered from it."""
@@ -10,7 +10,7 @@ from conftest import load_script
 
 TOP = os.path.join(os.path.dirname(__file__), "..")
 WB = os.path.join(TOP, "workbench")
-table = load_script("settings_table", os.path.join(WB, "settings-table.py"))
+table = load_script("settings_table", os.path.join(WB, "report", "settings-table.py"))
 
 # Read by the scripts but not knobs for a user: each with the reason.
 INTERNAL = {
@@ -118,4 +118,4 @@ def test_docs_table_is_rendered_from_settings():
     with open(os.path.join(TOP, "docs", "workbench.md")) as fp:
         doc = table.table_in(fp.read())
     assert doc == table.render(table.read_settings()), \
-        "run workbench/settings-table.py --write docs/workbench.md"
+        "run workbench/report/settings-table.py --write docs/workbench.md"

@@ -1,9 +1,5 @@
-"""workbench/shard_plan.py: the plan split into VMs run side by side."""
-import os
-import sys
-
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "workbench"))
-import shard_plan  # noqa: E402
+"""workbench/vm/shard_plan.py: the plan split into VMs run side by side."""
+import shard_plan
 
 PLAN = ["net:a.py 300", "drivers/net:b.py 60 igb", "net:c.py 100",
         "drivers/net:d.py 200 virtio", "drivers/net:b.py 60 virtio", "drivers/net:e.py 90 igb"]

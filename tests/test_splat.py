@@ -26,7 +26,7 @@ def test_every_kind_detected():
 
 
 def test_cli_exit_codes(tmp_path):
-    script = os.path.join(os.path.dirname(__file__), "..", "workbench", "splat.py")
+    script = os.path.join(os.path.dirname(__file__), "..", "workbench", "report", "splat.py")
     ok = subprocess.run([sys.executable, script, os.path.join(FIX, "clean.dmesg")])
     bad = subprocess.run([sys.executable, script, os.path.join(FIX, "warn.dmesg")],
                          capture_output=True)

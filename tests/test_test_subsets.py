@@ -7,6 +7,8 @@ import os
 import shutil
 import subprocess
 
+from conftest import stub_script
+
 TOP = os.path.join(os.path.dirname(__file__), "..")
 
 SERIES = """# header
@@ -43,13 +45,13 @@ exit $fail
 def run_subsets(tmp_path, **env_extra):
     top = tmp_path / "top"
     shutil.copytree(os.path.join(TOP, "workbench"), top / "workbench")
-    (top / "workbench" / "test.sh").write_text(STUB)
-    (top / "workbench" / "subsets.list").write_text(SUBSETS)
+    stub_script(top, "test.sh", STUB)
+    stub_script(top, "subsets.list", SUBSETS)
     patches = top / "patches"
     for folder in ("01-a", "02-b", "03-c"):
         (patches / folder).mkdir(parents=True)
     (patches / "series").write_text(SERIES)
-    (top / "workbench" / "fetch-base.sh").write_text("#!/bin/bash\nexit 0\n")
+    stub_script(top, "fetch-base.sh", "#!/bin/bash\nexit 0\n")
     env = {k: v for k, v in os.environ.items() if k not in ("RESULTS", "PATCHES", "SUBSETS")}
     env.update(NAPI_CACHE=str(tmp_path / "cache"), HOME=str(tmp_path), **env_extra)
     # The base repository fetch-base.sh would have made.

@@ -86,7 +86,7 @@ for k in "${kernels[@]}"; do
 		append="${append:+$append }trace_event=napi:napi_poll,napi:napi_irq_suspend,"
 		append+="napi:napi_irq_resume,irq:irq_handler_entry,irq:softirq_entry"
 	fi
-	accel=${VM_ACCEL:-$("$TOP/workbench/vm-accel.sh" "$kobj/arch/x86/boot/bzImage")}
+	accel=${VM_ACCEL:-$("$TOP/workbench/vm/vm-accel.sh" "$kobj/arch/x86/boot/bzImage")}
 	if [ "${BENCH_INSN:-1}" != 0 ] && [ "$accel" = tcg ] &&
 		{ [ "$kplan" = baseline ] || [ "$kplan" = smoke ]; }; then
 		if plugin=$(python3 "$TOP/bench/insn_ranges.py" "$kobj/System.map" \
@@ -102,7 +102,7 @@ for k in "${kernels[@]}"; do
 	# get their own (bench/benchlib.py).
 	VM_QEMU_OPTS=$qemu_opts VM_APPEND=$append VM_CPUS=${BENCH_VM_CPUS:-5} VM_NETWORK=loop \
 		VM_TCG_THREAD=$threading \
-		"$TOP/workbench/vm.sh" "$kobj/arch/x86/boot/bzImage" "$dir" \
+		"$TOP/workbench/vm/vm.sh" "$kobj/arch/x86/boot/bzImage" "$dir" \
 		"${BENCH_VM_TIMEOUT:-5400}" \
 		"env $guest_env $TOP/bench/guest-bench.sh $dir $src $kplan > $dir/guest.log 2>&1" || true
 	echo "$label" >"$dir/kernel-label"
@@ -125,7 +125,7 @@ for k in "${kernels[@]}"; do
 		fi
 	fi
 	# A benchmark on a kernel that splatted is not a result.
-	if ! python3 "$TOP/workbench/splat.py" "$dir/console.log" >"$dir/splats.txt"; then
+	if ! python3 "$TOP/workbench/report/splat.py" "$dir/console.log" >"$dir/splats.txt"; then
 		log "kernel splat during $dir:"
 		head -20 "$dir/splats.txt" >&2
 		rc=1

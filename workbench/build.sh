@@ -4,7 +4,7 @@
 . "$(dirname "$0")/lib.sh"
 src=${1:-$SRC} obj=${2:-$OBJ} flavour=${3:-$FLAVOUR}
 
-"$TOP/workbench/configure.sh" "$src" "$obj" "$flavour"
+"$TOP/workbench/tree/configure.sh" "$src" "$obj" "$flavour"
 mkdir -p "$CCACHE_DIR"
 log "building $obj ($flavour) from $src"
 start=$(date +%s)

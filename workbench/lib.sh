@@ -44,7 +44,7 @@ VENV=$CACHE/venv
 RESULTS=${RESULTS:-$TOP/build/results}
 PATCHES=${PATCHES:-$TOP/patches}
 # The selftests make test installs and runs (test-subsets.sh: a subset's).
-SELFTESTS_LIST=${SELFTESTS_LIST:-$TOP/workbench/selftests.list}
+SELFTESTS_LIST=${SELFTESTS_LIST:-$TOP/workbench/data/selftests.list}
 export CCACHE_DIR=${CCACHE_DIR:-$CACHE/ccache}
 export CCACHE_BASEDIR=$CACHE
 export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-8G}
@@ -138,7 +138,7 @@ lost_options() {
 }
 
 # add_result FILE NAME KIND STATUS [REASON]: append one result to the JSON
-# list in FILE, which the report reads (make_test_report.py --extra).
+# list in FILE, which the report reads (report/make-test-report.py --extra).
 add_result() {
 	python3 - "$@" <<'PY'
 import json, os, sys

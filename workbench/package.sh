@@ -33,7 +33,7 @@ package_config() {
 			cp "/boot/config-$(uname -r)" "$o/.config"
 			from="/boot/config-$(uname -r)"
 		else
-			"$TOP/workbench/configure.sh" "$SRC" "$o" nodebug
+			"$TOP/workbench/tree/configure.sh" "$SRC" "$o" nodebug
 			from="the VM configuration without debug options"
 		fi
 		;;
@@ -82,7 +82,7 @@ fi
 mkdir -p "$dest"
 find "$parent" -maxdepth 1 -newer "$marker" -type f \
 	\( -name '*.deb' -o -name '*.buildinfo' -o -name '*.changes' \) -exec mv -t "$dest" {} +
-"$TOP/workbench/package-tools.sh" "$dest"
+"$TOP/workbench/package/package-tools.sh" "$dest"
 log "packages of $release in $dest after $(( $(date +%s) - start ))s:"
 ls -l "$dest"/*.deb >&2
 cat >&2 <<EOF

@@ -7,5 +7,5 @@
 
 "$TOP/workbench/fetch-base.sh"
 worktree_at "$APPLY" "$(base_tag)"
-"$TOP/workbench/apply.sh" "$APPLY"
+"$TOP/workbench/tree/apply.sh" "$APPLY"
 worktree_at "$SRC" "$(git -C "$APPLY" rev-parse HEAD)"

@@ -31,7 +31,7 @@ for topic in "${topics[@]}"; do
 	done
 	series_patches | awk -F/ -v last="$topic" '$1 <= last' >"$work/patches/series"
 	awk -v last="$topic" '/^[^#]/ && $1 <= last {print $2, $3, $4}' \
-		<(list_entries "$TOP/workbench/subsets.list") >"$work/selftests.list"
+		<(list_entries "$TOP/workbench/data/subsets.list") >"$work/selftests.list"
 	log "subset up to $topic: $(wc -l <"$work/patches/series") patches, $(wc -l <"$work/selftests.list") selftests"
 	status=0
 	SUBSET=$topic PATCHES=$work/patches SELFTESTS_LIST=$work/selftests.list RESULTS=$out \

@@ -74,8 +74,8 @@ tail -1 "$RESULTS/unit.log" >&2
 base_desc=
 finish() {
 	step "report (results in $RESULTS)"
-	python3 "$TOP/workbench/make_test_report.py" --results "$RESULTS" \
-		--tree "$SRC" --known-failures "$TOP/workbench/known-failures.txt" \
+	python3 "$TOP/workbench/report/make-test-report.py" --results "$RESULTS" \
+		--tree "$SRC" --known-failures "$TOP/workbench/data/known-failures.txt" \
 		${base_desc:+--base "$base_desc"} "${extra[@]}" "${cuts[@]}"
 }
 
@@ -113,7 +113,7 @@ add_result "$wb" "series:apply:$(base_tag)" static pass
 # its debug option, which no configuration of make package turns on.
 if [ -z "${SUBSET:-}" ]; then
 	step "test-only code only in test kernels"
-	if "$TOP/workbench/check-test-only.py" "$SRC" "$PATCHES" "$TOP/config" >"$RESULTS/test-only.log" 2>&1; then
+	if "$TOP/workbench/checks/check-test-only.py" "$SRC" "$PATCHES" "$TOP/config" >"$RESULTS/test-only.log" 2>&1; then
 		add_result "$wb" series:test-only-gated static pass
 	else
 		add_result "$wb" series:test-only-gated static fail "$(head -1 "$RESULTS/test-only.log")"
@@ -122,16 +122,16 @@ fi
 
 step "lint (shellcheck, ruff)"
 extra+=(--extra "lint=$RESULTS/lint.json")
-"$TOP/workbench/lint.sh" "$RESULTS/lint.json" || true
+"$TOP/workbench/checks/lint.sh" "$RESULTS/lint.json" || true
 
 step "apply the series to the newest $BASE_PKG"
 extra+=(--extra "check-newest=$RESULTS/newest.json")
-logged check-newest "$TOP/workbench/check-newest.sh" "$RESULTS/newest.json" || true
+logged check-newest "$TOP/workbench/checks/check-newest.sh" "$RESULTS/newest.json" || true
 
 if [ "${SKIP_STATIC:-0}" = 0 ]; then
 	step "per-patch checks (checkpatch, Signed-off-by, W=1 build of touched dirs)"
 	extra+=(--extra "check-patches=$RESULTS/static.json")
-	logged check-patches "$TOP/workbench/check-patches.sh" "$RESULTS/static.json" || true
+	logged check-patches "$TOP/workbench/checks/check-patches.sh" "$RESULTS/static.json" || true
 fi
 
 step "kernel build"
@@ -145,14 +145,14 @@ if [ "$built" != 0 ]; then
 fi
 
 step "install selftests"
-if ! logged ksft-install "$TOP/workbench/ksft-install.sh" "$SRC" "$ksft"; then
+if ! logged ksft-install "$TOP/workbench/vm/ksft-install.sh" "$SRC" "$ksft"; then
 	add_result "$wb" selftests:install build fail "$(died_with ksft-install)"
 	finish
 	exit 1
 fi
 
 step "selftests in the VM"
-accel=${VM_ACCEL:-$("$TOP/workbench/vm-accel.sh" "$OBJ/arch/x86/boot/bzImage")}
+accel=${VM_ACCEL:-$("$TOP/workbench/vm/vm-accel.sh" "$OBJ/arch/x86/boot/bzImage")}
 scale=1
 [ "$accel" = tcg ] && scale=${TCG_TIMEOUT_SCALE:-3}
 # KASAN slows the tests three- to fourfold again under TCG (measured
@@ -187,7 +187,7 @@ for i in $(seq "$shards"); do
 	vmdirs+=("$RESULTS/vm$([ "$i" = 1 ] || echo "$i")")
 	mkdir -p "${vmdirs[-1]}"
 done
-"$TOP/workbench/shard_plan.py" "$RESULTS/plan" "${vmdirs[@]/%//plan}"
+"$TOP/workbench/vm/shard_plan.py" "$RESULTS/plan" "${vmdirs[@]/%//plan}"
 # The guests' budget: what MAKE_TEST_BUDGET leaves after the steps so far
 # and those still to come, at most the longest plan's sum of limits. A
 # hung test then fails the run with its name, not CI's own limit with
@@ -221,8 +221,8 @@ run_plan() {
 	for nic in $(awk '$3 != "" && $3 != "virtio" {print $3}' "$dir/plan" | sort -u); do
 		use_nic "$nic" "the $nic tests SKIP"
 	done
-	VM_ACCEL=$accel "$TOP/workbench/vm.sh" "$OBJ/arch/x86/boot/bzImage" "$dir" $((guest_budget + VM_BOOT_TIME)) \
-		"env GUEST_BUDGET=$binding KSFT_MACHINE_SLOW=$slow NAPI_RECONFIG_LOOPS=${NAPI_RECONFIG_LOOPS:-1} NAPI_RECONFIG_RING_SECONDS=${NAPI_RECONFIG_RING_SECONDS:-30} ${NAPI_RECONFIG_CASES:+NAPI_RECONFIG_CASES=$NAPI_RECONFIG_CASES} SKIP_WHY='$NIC_WHY' BPFTRACE_KERNEL_SOURCE=$SRC BPFTRACE_KERNEL_BUILD=$OBJ $TOP/workbench/guest-run-tests.sh $ksft $dir"
+	VM_ACCEL=$accel "$TOP/workbench/vm/vm.sh" "$OBJ/arch/x86/boot/bzImage" "$dir" $((guest_budget + VM_BOOT_TIME)) \
+		"env GUEST_BUDGET=$binding KSFT_MACHINE_SLOW=$slow NAPI_RECONFIG_LOOPS=${NAPI_RECONFIG_LOOPS:-1} NAPI_RECONFIG_RING_SECONDS=${NAPI_RECONFIG_RING_SECONDS:-30} ${NAPI_RECONFIG_CASES:+NAPI_RECONFIG_CASES=$NAPI_RECONFIG_CASES} SKIP_WHY='$NIC_WHY' BPFTRACE_KERNEL_SOURCE=$SRC BPFTRACE_KERNEL_BUILD=$OBJ $TOP/workbench/vm/guest-run-tests.sh $ksft $dir"
 }
 for dir in "${vmdirs[@]}"; do
 	[ -s "$dir/plan" ] && (run_plan "$dir" || true) &
@@ -236,7 +236,7 @@ if [ "${PACKAGE_CHECK:-1}" != 0 ] && [ -z "${TESTS:-}" ]; then
 	step "Debian packages of the test kernel"
 	extra+=(--extra "check-package=$RESULTS/package.json")
 	logged check-package timeout -k 10 "$PACKAGE_CHECK_TIME" \
-		"$TOP/workbench/check-package.sh" "$OBJ" "$RESULTS/package.json" || true
+		"$TOP/workbench/package/check-package.sh" "$OBJ" "$RESULTS/package.json" || true
 fi
 
 # The benchmarks are not timed tests: CI only checks that one short cell

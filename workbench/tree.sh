@@ -23,7 +23,7 @@ else
 fi
 git -C "$dest" fetch -q "$SRC" "refs/tags/$base:refs/tags/$base"
 git -C "$dest" checkout -q -f -B series "$base"
-"$TOP/workbench/apply.sh" "$dest"
+"$TOP/workbench/tree/apply.sh" "$dest"
 # The topic branches, stacked, each with its cover letter as its
 # description; rebases move them along (rebase.updateRefs).
 git -C "$dest" config rebase.updateRefs true
@@ -37,6 +37,6 @@ for i in "${!names[@]}"; do
 	last_in_topic "${names[$i]}" "${names[$((i + 1))]:-}" || continue
 	git -C "$dest" branch -f "topic/$topic" "${commits[$i]}"
 	git -C "$dest" config "branch.topic/$topic.description" \
-		"$("$TOP/workbench/cover-description.py" <"$PATCHES/$topic/0000-cover-letter.patch")"
+		"$("$TOP/workbench/tree/cover-description.py" <"$PATCHES/$topic/0000-cover-letter.patch")"
 done
 log "$dest: $(git -C "$dest" rev-list --count "$base"..HEAD) patches on $base"

@@ -141,7 +141,7 @@ def finish_run_dir(args, steps, log_start):
         json.dump(benchlib.machine_info(), f)
     with open(os.path.join(out, "console.log"), "w") as f:
         f.writelines(line + "\n" for line in kernel_log()[log_start:])
-    steps.run("splat-scan", [PY, os.path.join(TOP, "workbench", "splat.py"),
+    steps.run("splat-scan", [PY, os.path.join(TOP, "workbench", "report", "splat.py"),
                              os.path.join(out, "console.log")],
               stdout_to=os.path.join(out, "splats.txt"))
 

@@ -11,7 +11,7 @@ not run for an event that fires while another one runs on the CPU (a
 timer's resume in hard IRQ context, under KASAN's slowness): the kernel
 counts those misses, and the script may then be short by that many.
 
-Installed by workbench/ksft-install.sh beside the drivers/net selftests,
+Installed by workbench/vm/ksft-install.sh beside the drivers/net selftests,
 whose library it uses; runs on netdevsim or on a NIC given by NETIF.
 """
 

@@ -10,7 +10,7 @@ only on drivers that opted in (topic 8: igb): it is printed after each
 change, not checked. The shipped udev rule (its line for systemd-less
 hosts) applies a config file on an "add" event, as at boot or hot-plug.
 
-Installed by workbench/ksft-install.sh beside the drivers/net selftests,
+Installed by workbench/vm/ksft-install.sh beside the drivers/net selftests,
 whose library it uses; runs on netdevsim or on a NIC given by NETIF.
 """
 

@@ -4,7 +4,7 @@
 # the JSON list $1. Cheap: nothing to do when the newest is the base
 # already tested; else only the files the series touches are unpacked,
 # once per version.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib.sh"
 out=$1
 rm -f "$out"
 
@@ -46,7 +46,7 @@ if [ ! -d "$tree/.git" ]; then
 	mv "$tree.tmp" "$tree"
 fi
 git -C "$tree" checkout -q -f -B newest base
-if "$TOP/workbench/apply.sh" "$tree" 2>"$tree.apply.log"; then
+if "$TOP/workbench/tree/apply.sh" "$tree" 2>"$tree.apply.log"; then
 	add_result "$out" "$name" static pass
 else
 	cat "$tree.apply.log" >&2

@@ -5,7 +5,7 @@
 # subset: the debug kernel of a tree that carries only a prefix of the
 # series; options its Kconfig does not define (the test tooling's) are
 # not asked for.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib.sh"
 src=$1 obj=$2 flavour=${3:-debug}
 export PATH=$VENV/bin:$PATH
 

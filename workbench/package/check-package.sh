@@ -6,7 +6,7 @@
 # list OUT.
 # usage: check-package.sh OBJ OUT
 #   PACKAGE_BOOT_TEST  the selftest to run (default net:nl_netdev.py)
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib.sh"
 obj=$1 out=$2
 dest=$RESULTS/package
 rm -rf "$dest" "$out"
@@ -63,18 +63,18 @@ mkdir -p "$dest/image" "$dest/vm"
 dpkg-deb -x "$image" "$dest/image"
 test=${PACKAGE_BOOT_TEST:-net:nl_netdev.py}
 echo "$test 300" >"$dest/vm/plan"
-"$TOP/workbench/vm.sh" "$dest/image/boot/vmlinuz-$release" "$dest/vm" 600 \
-	"env KSFT_MACHINE_SLOW=yes $TOP/workbench/guest-run-tests.sh $TOP/build/ksft $dest/vm" || true
+"$TOP/workbench/vm/vm.sh" "$dest/image/boot/vmlinuz-$release" "$dest/vm" 600 \
+	"env KSFT_MACHINE_SLOW=yes $TOP/workbench/vm/guest-run-tests.sh $TOP/build/ksft $dest/vm" || true
 # The test's own verdict, from its TAP output.
 name=${test//[:\/]/_}
 status=$(python3 -c 'import sys; sys.path.insert(0, sys.argv[1]); import tap
 tops = tap.parse(open(sys.argv[2], errors="replace").read())
-print(tops[-1]["status"] if tops else "no result")' "$TOP/workbench" "$dest/vm/tests/$name.tap" 2>/dev/null ||
+print(tops[-1]["status"] if tops else "no result")' "$TOP/workbench/report" "$dest/vm/tests/$name.tap" 2>/dev/null ||
 	echo "no result")
 booted=$(cat "$dest/vm/guest-kernel" 2>/dev/null || true)
 if [ "$booted" != "$release" ]; then
 	add_result "$out" package:boot package fail "the packaged image did not boot to $release (console: $dest/vm/console.log)"
-elif ! python3 "$TOP/workbench/splat.py" "$dest/vm/console.log" >"$dest/vm/splats.json"; then
+elif ! python3 "$TOP/workbench/report/splat.py" "$dest/vm/console.log" >"$dest/vm/splats.json"; then
 	add_result "$out" package:boot package fail "kernel splat on the console, see $dest/vm/splats.json"
 elif [ "$status" != pass ]; then
 	add_result "$out" package:boot package fail "$test: $status on the packaged image (see $dest/vm/tests/$name.tap)"

@@ -2,7 +2,7 @@
 # Print the accelerator to boot KERNEL with: "kvm" if a short KVM boot
 # completes, else "tcg". Nested KVM can hang at "Decompressing Linux...",
 # so KVM is never assumed. The answer is cached for this host boot.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib.sh"
 kernel=$1
 export PATH=$VENV/bin:$PATH
 cache=$CACHE/accel.$(cat /proc/sys/kernel/random/boot_id)

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The environment-variable table of docs/workbench.md, rendered from
-workbench/settings.tsv (the one place the variables are described).
+workbench/data/settings.tsv (the one place the variables are described).
 
 settings-table.py            print the table
 settings-table.py --write F  replace the table between F's markers
@@ -9,9 +9,9 @@ import csv
 import os
 import sys
 
-TOP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
-SETTINGS = os.path.join(TOP, "workbench", "settings.tsv")
-BEGIN = "<!-- settings.tsv: begin (workbench/settings-table.py --write) -->"
+TOP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+SETTINGS = os.path.join(TOP, "workbench", "data", "settings.tsv")
+BEGIN = "<!-- settings.tsv: begin (workbench/report/settings-table.py --write) -->"
 END = "<!-- settings.tsv: end -->"
 
 

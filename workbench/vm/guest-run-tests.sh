@@ -102,7 +102,7 @@ nics_in() {
 # nics_of DRIVER: "MAC NAME" of each NIC of DRIVER here, sorted by MAC,
 # as the benchmarks find theirs.
 nics_of() {
-	python3 "$(dirname "$0")/../bench/nic_irqs.py" nics "$1"
+	python3 "$(dirname "$0")/../../bench/nic_irqs.py" nics "$1"
 }
 
 # The other NICs of DRIVER share the first one's QEMU hub, which holds

@@ -5,7 +5,7 @@
 # Only Python/shell tests and the C helpers named in SELFTEST_GEN_FILES
 # are built, so no toolchain beyond gcc is needed.
 # usage: ksft-install.sh SRC DEST
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib.sh"
 src=$1 dest=$2
 sel=$src/tools/testing/selftests
 # C helpers our tests need, per collection ("dir:file ...").

@@ -5,7 +5,7 @@
 # series adds to the tree in SRC (files it only changes are mainline's
 # style). One result per linter in the JSON list $1; the findings in
 # lint-<linter>.log beside it.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib.sh"
 out=$1
 rm -f "$out"
 logs=$(dirname "$out")

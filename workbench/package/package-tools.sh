@@ -4,7 +4,7 @@
 # config as examples (installed, not activated).
 # usage: package-tools.sh [DEST]   (default build/packages)
 #   NAPI_TOOLS_VERSION  overrides the version (default: napictl's VERSION)
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib.sh"
 dest=${1:-$TOP/build/packages}
 tools=$TOP/tools
 version=${NAPI_TOOLS_VERSION:-$(sed -n 's/^VERSION = "\(.*\)"$/\1/p' "$tools/napictl")}

@@ -7,11 +7,11 @@
 # patching (static keys, enabling tracepoints) races the emulator and
 # kills the guest with "Oops: int3" now and then. VM_TCG_THREAD=multi
 # selects multi-threaded TCG, faster but exposed to that.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib.sh"
 kernel=$1 rwdir=$2 limit=$3 command=$4
 export PATH=$VENV/bin:$PATH
 
-accel=${VM_ACCEL:-$("$TOP/workbench/vm-accel.sh" "$kernel")}
+accel=${VM_ACCEL:-$("$TOP/workbench/vm/vm-accel.sh" "$kernel")}
 # --verbose and loglevel=4 put kernel warnings on the console, so a
 # crash that kills the VM is still in console.log.
 args=(--run "$kernel" --cpus "${VM_CPUS:-2}" --memory "${VM_MEMORY:-2G}"

@@ -12,10 +12,10 @@
 #   subset:TOPIC           every patch up to the topic's last passed, and
 #                          the objects the topic touches build (W=1) there
 # Writes the JSON result list to $1 (only once all patches are checked).
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib.sh"
 out=$1
 bobj=$CACHE/obj-bisect
-allow=$TOP/workbench/checkpatch-allow.txt
+allow=$TOP/workbench/data/checkpatch-allow.txt
 base=$(base_tag "$APPLY" HEAD)
 mapfile -t commits < <(git -C "$APPLY" rev-list --reverse "$base"..HEAD)
 mapfile -t names < <(series_patches)
@@ -160,7 +160,7 @@ result() {
 
 orig=$(git -C "$APPLY" rev-parse HEAD)
 trap 'git -C "$APPLY" checkout -q "$orig"' EXIT
-"$TOP/workbench/configure.sh" "$APPLY" "$bobj" bisect
+"$TOP/workbench/tree/configure.sh" "$APPLY" "$bobj" bisect
 make -s -C "$APPLY" O="$bobj" CC="$(make_cc)" -j"$(nproc)" prepare >"$logdir/prepare.log" 2>&1 ||
 	die "W=1 build preparation failed (see $logdir/prepare.log)"
 

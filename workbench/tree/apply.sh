@@ -1,7 +1,7 @@
 #!/bin/bash
 # Apply patches/series with git am (no fuzz) onto the checked-out HEAD of
 # the git tree DEST. A patch that does not apply fails naming the patch.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib.sh"
 dest=$1
 
 git -C "$dest" am --abort >/dev/null 2>&1 || true
