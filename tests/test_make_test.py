@@ -17,6 +17,7 @@ def make_test(tmp_path, stubs, path_stubs=None, env_extra=None):
     (PATH_STUBS) replaced by the given shell bodies."""
     top = tmp_path / "top"
     shutil.copytree(os.path.join(TOP, "workbench"), top / "workbench")
+    shutil.copytree(os.path.join(TOP, "tools"), top / "tools")
     (top / "tests").mkdir()
     (top / "tests" / "test_nothing.py").write_text("def test_nothing():\n    pass\n")
     bindir = tmp_path / "bin"

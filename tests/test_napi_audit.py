@@ -1,4 +1,4 @@
-"""workbench/napi-audit.py on tests/fixtures/napi-audit: a few fake drivers
+"""tools/napi-audit.py on tests/fixtures/napi-audit: a few fake drivers
 that each show some of the patterns; clean.c shows none, with near misses
 (comments, strings, macros, napi_complete_done(), RTNL taken, an early
 unlock, napi_if_scheduled_mark_missed(), a page pool without a NAPI)."""
@@ -10,9 +10,9 @@ import sys
 
 import pytest
 
-from conftest import FIXTURES, WORKBENCH
+from conftest import FIXTURES, TOP
 
-SCRIPT = os.path.join(WORKBENCH, "napi-audit.py")
+SCRIPT = os.path.join(TOP, "tools", "napi-audit.py")
 TREE = os.path.join(FIXTURES, "napi-audit")
 
 ACME = "drivers/net/ethernet/acme/"

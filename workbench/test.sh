@@ -91,7 +91,7 @@ base_desc=$(git -C "$SRC" log -1 --format=%s "$(base_tag)" 2>/dev/null | sed 's/
 # Informational: how the base's drivers use the NAPI API (README, "Driver
 # patterns"). Fails only if the audit cannot run.
 step "NAPI driver-pattern audit of the base"
-if "$TOP/workbench/napi-audit.py" --git "$SRC" --rev "$(base_tag)" \
+if "$TOP/tools/napi-audit.py" --git "$SRC" --rev "$(base_tag)" \
 	--json "$RESULTS/napi-audit.json" >"$RESULTS/napi-audit.txt" 2>&1; then
 	add_result "$wb" audit:napi-patterns static pass
 	sed '/^Every count/,$d' "$RESULTS/napi-audit.txt" >&2

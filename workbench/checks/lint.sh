@@ -1,7 +1,7 @@
 #!/bin/bash
 # Lint what this project writes: shellcheck (warnings and worse) over the
 # workbench's and the benchmarks' shell scripts, ruff (settings in
-# ruff.toml) over their Python and tests, and both over the selftests the
+# ruff.toml) over their Python, the tools' and the tests, and both over the selftests the
 # series adds to the tree in SRC (files it only changes are mainline's
 # style). One result per linter in the JSON list $1; the findings in
 # lint-<linter>.log beside it.
@@ -41,4 +41,4 @@ run_shellcheck() {
 lint shellcheck run_shellcheck
 mapfile -t python_tests < <(added_selftests py)
 lint ruff "$VENV/bin/ruff" check --config "$TOP/ruff.toml" --no-cache --output-format concise \
-	"$TOP/workbench" "$TOP/bench" "$TOP/tests" "${python_tests[@]}"
+	"$TOP/workbench" "$TOP/tools" "$TOP/bench" "$TOP/tests" "${python_tests[@]}"
