@@ -21,7 +21,7 @@ PORT = 11311
 # --server-cpus widen both on real hosts).
 SERVER_CPU = bl.CPU_APP.split(",")[0]
 # Several mc_load processes behind one window (--generators).
-GENERATORS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mc_generators.py")
+GENERATORS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "memcached", "mc_generators.py")
 US = 1000  # ns per us: the seed gives timeouts in us, netlink takes ns
 
 
@@ -204,7 +204,7 @@ def main():
     parser.add_argument("--server-cpus", default=SERVER_CPU,
                         help="CPUs of memcached and the SUT's IRQs (taskset list)")
     parser.add_argument("--generators", type=int, default=1,
-                        help="mc_load processes (bench/mc_generators.py), --gen-cpus "
+                        help="mc_load processes (bench/memcached/mc_generators.py), --gen-cpus "
                         "shared between them")
     parser.add_argument("--perf-stat", action="store_true",
                         help="cycles and instructions per query on --server-cpus "

@@ -15,8 +15,9 @@ sys.path[:0] = [os.path.join(WORKBENCH, "report"), os.path.join(WORKBENCH, "vm")
 for _name in ("SUBSET", "SUBSETS", "SELFTESTS_LIST", "PATCHES", "RESULTS", "TESTS", "OBJ",
               "KASAN", "RT", "KCSAN", "UP", "BASE_VERSION", "KERNEL_SRC", "SKIP_STATIC", "VM_ACCEL"):
     os.environ.pop(_name, None)
-# The benchmarks import their own modules (benchlib: nic_irqs).
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "bench"))
+# The benchmarks import their own modules (benchlib: nic_irqs), and the
+# memcached tools' (mc_generators).
+sys.path[:0] = [os.path.join(TOP, "bench"), os.path.join(TOP, "bench", "memcached")]
 
 
 def fixture_text(name):

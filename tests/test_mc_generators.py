@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0
-"""bench/mc_generators.py: several mc_load processes as one generator,
+"""bench/memcached/mc_generators.py: several mc_load processes as one generator,
 their results summed and their histograms merged (never averaged)."""
 import json
 import random

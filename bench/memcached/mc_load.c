@@ -52,7 +52,7 @@
  *                      max, buckets: [[index, n], ...]} (ns, non-empty
  *                      buckets of hist.h), so that the results of several
  *                      generator processes merge exactly
- *                      (bench/mc_generators.py) instead of averaging
+ *                      (mc_generators.py) instead of averaging
  *                      their percentiles
  *
  * --sync: several generator processes share one window: after connecting

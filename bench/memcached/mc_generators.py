@@ -29,7 +29,9 @@ import sys
 import tempfile
 import time
 
-import benchlib as bl
+# benchlib is bench/'s, one folder up.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import benchlib as bl  # noqa: E402 (needs the path above)
 
 # bench/include/hist.h: values below 2^SUB_BITS are exact, every power of
 # two above is split into 2^SUB_BITS buckets.
