@@ -36,7 +36,7 @@ def test_ynl_is_cleaned_before_the_selftests_build(tmp_path):
                SELFTEST_GEN_FILES="")
     top = tmp_path / "top"
     shutil.copytree(os.path.join(TOP, "workbench"), top / "workbench")
-    shutil.copytree(os.path.join(TOP, "tests", "vm"), top / "tests" / "vm")
+    shutil.copytree(os.path.join(TOP, "tests", "tool-selftests"), top / "tests" / "tool-selftests")
     shutil.copytree(os.path.join(TOP, "tools"), top / "tools")
     (dest / "drivers" / "net").mkdir(parents=True)
     proc = subprocess.run([str(top / "workbench" / "vm" / "ksft-install.sh"), str(src), str(dest)],

@@ -1,7 +1,7 @@
 #!/bin/bash
 # Install the selftests listed in SELFTESTS_LIST (selftests.list) from SRC with the
 # kselftest install target, plus run_kselftest.sh and its list, and the
-# project's own VM checks of its tools (tests/vm/).
+# selftests of the tools the project ships (tests/tool-selftests/).
 # Only Python/shell tests and the C helpers named in SELFTEST_GEN_FILES
 # are built, so no toolchain beyond gcc is needed.
 # usage: ksft-install.sh SRC DEST
@@ -48,9 +48,9 @@ for dir in net/lib $collections; do
 		>"$dest/install-${dir//\//_}.log" 2>&1 ||
 		{ cat "$dest/install-${dir//\//_}.log" >&2; die "selftest install failed for $dir"; }
 done
-# The project's VM checks of the tools it ships (tests/vm/) run as
+# The selftests of the tools the project ships (tests/tool-selftests/) run as
 # drivers/net tests, on that collection's library, next to the tools.
-install -m 0755 "$TOP"/tests/vm/*.py "$TOP/tools/napictl" "$TOP/tools/napi-irq-suspend.bt" \
+install -m 0755 "$TOP"/tests/tool-selftests/*.py "$TOP/tools/napictl" "$TOP/tools/napi-irq-suspend.bt" \
 	"$dest/drivers/net/"
 install -m 0644 "$TOP/tools/napictl.d/99-napictl.rules" "$dest/drivers/net/"
 cp -a "$sel/run_kselftest.sh" "$dest/"
