@@ -324,7 +324,7 @@ class HostPair(Pair):
                          NS_PEER: os.environ["BENCH_PEER_ADDR"]}
             self.ssh = None if self.netns[NS_PEER] else os.environ["BENCH_PEER_SSH"]
         except KeyError as exc:
-            raise RuntimeError(f"real machines need {exc.args[0]} set (see README.md)")
+            raise RuntimeError(f"real machines need {exc.args[0]} set (see docs/two-host-runbook.md)")
         self._find_irqs(self.ifname[NS_SUT])
         sh(*self.wrap(NS_SUT, ["ping", "-c1", "-W1", self.addr[NS_PEER]]))
 
@@ -973,8 +973,8 @@ class TraceProbes:
     filtered on the device's name, recorded into the ring buffer with the
     CLOCK_MONOTONIC trace clock so that they can be cut to the measured
     window afterwards. The events stay enabled for the whole run (their
-    static keys are patched once, not per cell: see README, multi-threaded
-    TCG); reset() empties the buffer before each cell. Without tracefs, an
+    static keys are patched once, not per cell: see docs/benchmarks.md,
+    multi-threaded TCG); reset() empties the buffer before each cell. Without tracefs, an
     event or the ring buffer's room, the counts degrade to "not
     measured" (notes), never to an error."""
 

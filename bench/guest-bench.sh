@@ -1,5 +1,5 @@
 #!/bin/bash
-# Runs inside the VM (or on a real machine, see README.md): the latency
+# Runs inside the VM (or on a real machine, see docs/two-host-runbook.md): the latency
 # grid and the memcached sweep, results as JSON lines in OUT.
 # usage: guest-bench.sh OUT SRC PLAN
 #   PLAN: full (grid, on/off traffic experiment, memcached sweep), smoke,

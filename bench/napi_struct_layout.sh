@@ -1,7 +1,7 @@
 #!/bin/bash
 # The layout of struct napi_struct in a built kernel, as pahole prints it:
 # the cost-when-off report shows it for the base and the patched kernel
-# (README.md, "Instructions in the NAPI core"). The benchmark kernels are
+# (docs/benchmarks.md, "Instructions in the NAPI core"). The benchmark kernels are
 # built without debug info, so a one-line external module is compiled
 # with -g against the build's headers and configuration; nothing in the
 # build directory changes.

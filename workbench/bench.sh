@@ -80,7 +80,7 @@ for k in "${kernels[@]}"; do
 	# from System.map.
 	qemu_opts='' append=${VM_APPEND:-} threading=${tcg_thread:-${VM_TCG_THREAD:-}}
 	# Multi-threaded TCG now and then kills the guest when a tracepoint
-	# is switched on at run time (README, VM_TCG_THREAD): the benchmark's
+	# is switched on at run time (docs/benchmarks.md, VM_TCG_THREAD): the benchmark's
 	# events are switched on at boot there, before any load.
 	if [ "$threading" = multi ]; then
 		append="${append:+$append }trace_event=napi:napi_poll,napi:napi_irq_suspend,"

@@ -88,8 +88,8 @@ fi
 # For the report's header: what fetch-base.sh really unpacked.
 base_desc=$(git -C "$SRC" log -1 --format=%s "$(base_tag)" 2>/dev/null | sed 's/^base: //') || base_desc=unknown
 
-# Informational: how the base's drivers use the NAPI API (README, "Driver
-# patterns"). Fails only if the audit cannot run.
+# Informational: how the base's drivers use the NAPI API (docs/testing.md,
+# "Driver patterns"). Fails only if the audit cannot run.
 step "NAPI driver-pattern audit of the base"
 if "$TOP/tools/napi-audit.py" --git "$SRC" --rev "$(base_tag)" \
 	--json "$RESULTS/napi-audit.json" >"$RESULTS/napi-audit.txt" 2>&1; then

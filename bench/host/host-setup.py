@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0
-"""Host set-up for the two-machine runbook (README.md, "On two real
-machines"): the host state seed 000 (threaded NAPI busy polling, xsk_rr
+"""Host set-up for the two-machine runbook (docs/two-host-runbook.md,
+"Host set-up of the two machines"): the host state seed 000 (threaded NAPI busy polling, xsk_rr
 latency) and seed 001 (IRQ suspension, memcached) were measured in, on the
 machine under test (--role sut) and on the peer (--role peer).
 

@@ -9,7 +9,7 @@
  * when the block runs (interrupts are taken between blocks).  The bench
  * uses it for the series' cost with every feature off: instructions in
  * the NAPI core per request, base kernel against patched kernel
- * (README.md, "Instructions in the NAPI core").
+ * (docs/benchmarks.md, "Instructions in the NAPI core").
  *
  * Arguments (-plugin napi_insn.so,ARG=VALUE,...):
  *   out=FILE                  where the snapshots go, one JSON line each
