@@ -3,7 +3,7 @@
 """Turn the JSON lines of the bench runs under DIR (run*/rr.jsonl,
 run*/mc.jsonl) into seed-style markdown tables (DIR/bench.md), one JSON
 summary (DIR/bench.json) and plots (DIR/*.png). bench.md opens with the
-issue's goals per device, judged on every planned repetition, never on a
+series' benchmark goals per device, judged on every planned repetition, never on a
 median: "broken" (which repetition, why) if one is missing, failed, ran
 in a boot whose guest did not finish or whose kernel splatted, recorded
 no counters or did not serve its traffic (errors, timeouts, under 95 %
@@ -388,7 +388,7 @@ def ratio_value(a, b, what, key):
     return shown if value is None else value
 
 
-# --- request/response latency (issue: seed 000) -----------------------------
+# --- request/response latency (seed 000: threaded busy polling) --------------
 
 def rr_cells(cells):
     """(device, transport, rate, delay, mode) -> medians over the
@@ -897,13 +897,13 @@ def collapse_head(verdicts, lines):
     """The verdicts, for the top of bench.md."""
     if not verdicts:
         return
-    md_table(lines, "Threaded busy-poll collapse: verdict (issue 14), from this run",
+    md_table(lines, "Threaded busy-poll collapse: verdict, from this run",
              ("run", "device", "transport", "workload", "verdict", "why"),
              [(v["run"], v["device"], v["transport"], v["workload"],
                f"**{v['verdict']}**", v["why"]) for v in verdicts])
 
 
-# --- the spinning modes under both of TCG's schedulers (issue 29, item 5) ---
+# --- the spinning modes under both of TCG's schedulers: a verdict where they agree
 
 def p99_order(a, b):
     """A's p99 against B's over every repetition: "lower" or "higher"
@@ -980,7 +980,7 @@ def spinning_rows(runs):
 def spinning_head(rows, lines):
     if not rows:
         return
-    md_table(lines, "Spinning modes under single- and multi-threaded TCG (issue 29, item 5)",
+    md_table(lines, "Spinning modes under single- and multi-threaded TCG",
              ("what", "kernel", "device", "transport", "workload", "verdict",
               "single-threaded", "multi-threaded"),
              [(r["what"], r["kernel"], r["device"], r["transport"], r["workload"],
@@ -1014,7 +1014,8 @@ def run_time(runs):
     return rows
 
 
-# Which figures the emulator's scheduling shapes (issue 29, item 5).
+# Which figures the emulator's scheduling shapes, so that bench.md says
+# which of its figures a real machine would give otherwise.
 EMULATOR_DEPENDENCE = (
     ("Depend on it", "latencies and every latency ratio between modes, achieved rates, "
      "saturation, the collapse verdicts, memcached's CPU %: under single-threaded TCG one host "
@@ -1048,7 +1049,7 @@ def run_time_lines(rows, lines):
                  f"{total / 60:.1f} min.")
 
 
-# --- memcached under load (issue: seed 001) ---------------------------------
+# --- memcached under load (seed 001: IRQ suspension) -------------------------
 
 def mc_points(points):
     planned = planned_reps(points)
@@ -1191,7 +1192,7 @@ def mc_findings(device, loads, agg, lines, summary):
     lines.append(f"\nFindings on {device}: " + json.dumps(found))
 
 
-# --- the goals (issue 14), pass/fail per device --------------------------------
+# --- the series' benchmark goals, pass/fail per device -----------------------
 
 GOAL_THREADED = "threaded busy poll at the lowest rate"
 GOAL_SUSPEND = "IRQ suspension at the saturated point"
@@ -1634,7 +1635,7 @@ def goals(rr_by_kernel, mc_by_kernel, baseline, missing=()):
 
 
 def goal_lines(rows, lines):
-    lines.append("## Goals (issue 14), from this run\n")
+    lines.append("## Goals, from this run\n")
     lines.append("| goal | kernel | device | where | result | figures |")
     lines.append("|---|---|---|---|---|---|")
     for r in rows:

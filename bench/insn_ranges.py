@@ -19,7 +19,8 @@ import re
 import sys
 
 # The NAPI core that schedules and polls a NAPI, where the series adds
-# its checks (issue 29, item 4), and the scheduling helpers between them;
+# its checks (what they cost with every feature off is the measure),
+# and the scheduling helpers between them;
 # not GRO or the drivers, which the series leaves alone. The series'
 # own helpers that these call out of line count too (absent from the
 # base): a range that left them out would hide what they execute.

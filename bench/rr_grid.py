@@ -56,7 +56,7 @@ GRID_MODES = list(MODES)
 # receiver spins); threaded-busy with a blocking receiver; with the
 # kthread SCHED_OTHER and RT throttling back on; plain threaded NAPI.
 MODES.update({
-    # The spinning modes' matched control (issue 29, item 5): no series
+    # The spinning modes' matched control: no series
     # code, threaded-busy's spinning on the emulator's vCPUs, i.e. its
     # spinning receiver and, standing for its kthread, a SCHED_FIFO
     # spinner on a CPU without interrupts, so that the interrupt path

@@ -1,6 +1,6 @@
 """README.md and docs/ against the tree: the figures and tables they
 state that the tree can check (patch count, topics, subsets, NIC matrix),
-their length budgets, and no run-log references."""
+their length budgets, and no run-log references (nor in the code)."""
 import glob
 import os
 import re
@@ -124,4 +124,17 @@ def test_doc_within_its_budget(path):
                          ids=os.path.basename)
 def test_no_run_log_references(path):
     found = re.findall(r"\b(?:issue|stop) \d+", read(path), re.I)
+    assert not found, found
+
+
+# The code, and the bench.md and reports it writes, say the reason, not
+# the tracker entry it came from.
+CODE = sorted(path for part in ("workbench", "bench", "tools")
+              for path in glob.glob(os.path.join(TOP, part, "**", "*"), recursive=True)
+              if path.endswith((".py", ".sh", ".c", ".h", ".bt", "Makefile", "napictl")))
+
+
+@pytest.mark.parametrize("path", CODE, ids=lambda path: os.path.relpath(path, TOP))
+def test_no_issue_references_in_code(path):
+    found = re.findall(r"\bissues? \d+", read(path), re.I)
     assert not found, found

@@ -41,8 +41,10 @@ if [ -n "${BASELINE:-}" ] && [ "$BASELINE" != 0 ]; then
 	# BASELINE=1 with the baseline plan: those two runs are all of it.
 	[ "$plan" = baseline ] || kernels+=("patched:$SRC:$obj:$plan")
 fi
-# The spinning modes' verdicts need both of TCG's schedulers (issue 29,
-# item 5): the full plan boots the spinning plan under each.
+# The spinning modes' verdicts need both of TCG's schedulers: under
+# single-threaded TCG a spinning vCPU holds the others for whole time
+# slices, so a verdict stands only where both agree. The full plan boots
+# the spinning plan under each.
 if [ "$plan" = full ] && [ "${BENCH_SPINNING:-1}" != 0 ]; then
 	kernels+=("patched:$SRC:$obj:spinning:single")
 fi
