@@ -235,7 +235,7 @@ def test_smoke_run_gets_the_slow_kernels_time(tmp_path):
     """The benchmark smoke run boots the test kernel: KASAN slows its guest
     as it slows the selftests (the debug kernel's limit timed out twice
     under KASAN), so its limit takes the same factor."""
-    for kasan, limit in (("", "600"), ("1", "2400")):
+    for kasan, limit in (("", "720"), ("1", "2880")):
         run = tmp_path / f"kasan{kasan}"
         make_test(run, {
             **STATIC_STEPS_PASS,
