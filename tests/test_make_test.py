@@ -55,6 +55,7 @@ STATIC_STEPS_PASS = {
     "napi-audit.py": "exit 0",
     "prepare-tree.sh": "exit 0",
     "check-test-only.py": "exit 0",
+    "check-provenance.py": "exit 0",
     "check-newest.sh": "echo '[]' >\"$1\"",
     "lint.sh": "echo '[]' >\"$1\"",
 }
@@ -70,8 +71,9 @@ def test_crashed_check_patches_is_a_named_failure(tmp_path):
     assert proc.returncode != 0
     assert any(line.startswith("FAIL  check-patches - no static.json: check-patches died")
                for line in lines), lines
-    # passed: unit tests, audit, series:apply, test-only; failed: check-patches, build
-    assert lines[-1] == "4 passed, 2 failed, 0 skipped"
+    # passed: unit tests, audit, series:apply, test-only, provenance;
+    # failed: check-patches, build
+    assert lines[-1] == "5 passed, 2 failed, 0 skipped"
 
 
 def test_make_test_keeps_other_targets_results(tmp_path):

@@ -119,6 +119,14 @@ if [ -z "${SUBSET:-}" ]; then
 	else
 		add_result "$wb" series:test-only-gated static fail "$(head -1 "$RESULTS/test-only.log")"
 	fi
+	# Each patch says first where it comes from: "commit <sha> upstream."
+	# or "Not upstream: <why>" (docs/upstream-provenance.md).
+	step "provenance statement in every patch"
+	if "$TOP/workbench/checks/check-provenance.py" "$PATCHES" >"$RESULTS/provenance.log" 2>&1; then
+		add_result "$wb" series:provenance static pass
+	else
+		add_result "$wb" series:provenance static fail "$(head -1 "$RESULTS/provenance.log")"
+	fi
 fi
 
 step "lint (shellcheck, ruff)"
