@@ -1044,16 +1044,28 @@ class TraceProbes:
         """The re-arm return probe, matched to the polls' NAPIs by address:
         pointers in the trace unhashed (hash-ptr off). False, with a note,
         where the kernel cannot."""
-        group, event = REARM_EVENT
         try:
             self._write("options/hash-ptr", "0")
             self._remove_rearm_probe()      # left by an earlier pair
-            self._append("kprobe_events", self.REARM_PROBE)
-            self._write(f"events/{group}/{event}/filter", "done != 0")
+        except OSError as exc:
+            self.notes["rearms"] = f"no return probe on napi_complete_done ({exc.strerror})"
+            return False
+        return self._add_probe(REARM_EVENT, self.REARM_PROBE, "done != 0", "rearms",
+                               "no return probe on napi_complete_done")
+
+    def _add_probe(self, name, definition, filter_, note, failure):
+        """Add and enable the kprobe event NAME (group, event); False,
+        with FAILURE and the error in notes[NOTE], where the kernel
+        refuses it."""
+        group, event = name
+        try:
+            self._append("kprobe_events", definition)
+            if filter_:
+                self._write(f"events/{group}/{event}/filter", filter_)
             self._write(f"events/{group}/{event}/enable", "1")
             return True
         except OSError as exc:
-            self.notes["rearms"] = f"no return probe on napi_complete_done ({exc.strerror})"
+            self.notes[note] = f"{failure} ({exc.strerror})"
             return False
 
     def _remove_rearm_probe(self):
@@ -1067,14 +1079,8 @@ class TraceProbes:
         NAPI's address (parse_trace()); False, with a note, where the
         kernel cannot: then polls and re-arms are placed in a suspension
         only where one NAPI suspends."""
-        group, event = NAPI_PTR_EVENT
-        try:
-            self._append("kprobe_events", self.NAPI_PTR_PROBE)
-            self._write(f"events/{group}/{event}/enable", "1")
-            return True
-        except OSError as exc:
-            self.notes["napi_ids"] = f"no probe pairing NAPI addresses and IDs ({exc.strerror})"
-            return False
+        return self._add_probe(NAPI_PTR_EVENT, self.NAPI_PTR_PROBE, None, "napi_ids",
+                               "no probe pairing NAPI addresses and IDs")
 
     def rearm_missed(self):
         """How many returns the re-arm probe missed since it was created
