@@ -21,6 +21,7 @@ LEGACY = "drivers/net/ethernet/acme/acme_legacy.c"
 CLEAN = "drivers/net/ethernet/clean/clean.c"
 THREADER = "drivers/net/wireless/threader/"
 FAKEIB = "drivers/infiniband/ulp/fakeib/"
+STORMY = "drivers/net/ethernet/stormy/stormy.c"
 
 EXPECTED = {
     "napi-enable": [FAKEIB, ACME, LEGACY, ACMEVF, CLEAN, THREADER],
@@ -30,12 +31,21 @@ EXPECTED = {
     "del-no-disable": [ACME],
     "napi-complete": [FAKEIB, LEGACY],
     "xsk-wakeup-schedule": [ACME],
-    "netpoll-controller": [LEGACY, ACMEVF],
+    "netpoll-controller": [LEGACY, ACMEVF, STORMY],
     "netpoll-controller-rings": [ACMEVF],
     "page-pool-napi": [FAKEIB, ACME],
     "dev-set-threaded": [THREADER],
     "tx-only-napi": [FAKEIB, ACME],
     "no-busy-poll": [FAKEIB, ACME, THREADER],
+    "complete-ignored": [FAKEIB, ACME, LEGACY, STORMY],
+    "poll-after-complete": [STORMY],
+    "irq-handler-rings": [STORMY],
+    "netpoll-disable-irq": [STORMY],
+    "link-outside-rtnl": [STORMY],
+    "set-irq-shared": [STORMY],
+    "poll-this-cpu": [STORMY],
+    "napi-state-read": [STORMY],
+    "consume-fixed-budget": [STORMY],
 }
 
 
@@ -89,6 +99,22 @@ def test_sites_name_functions_and_helpers(fixture_audit):
     threader = patterns["outside-rtnl"]["sites"][THREADER]
     assert not any("slot_reset" in site for site in threader)
     assert any("threader_error_detected(): pci-error: napi_disable" in s for s in threader)
+
+
+def test_sites_of_the_review_patterns(fixture_audit):
+    _, results = fixture_audit
+    sites = {pid: p["sites"].get(STORMY) for pid, p in by_id(results).items()}
+    poll = "drivers/net/ethernet/stormy/stormy.c:15 stormy_poll()"
+    assert sites["complete-ignored"] == [f"{poll}: napi_complete_done"]
+    assert sites["poll-after-complete"] == [f"{poll}: virtqueue_poll"]
+    assert sites["poll-this-cpu"] == [f"{poll}: this_cpu_ptr"]
+    assert sites["napi-state-read"] == [f"{poll}: NAPI_STATE_SCHED"]
+    assert sites["consume-fixed-budget"] == [f"{poll}: napi_consume_skb(..., 64)"]
+    assert sites["irq-handler-rings"] == [
+        "drivers/net/ethernet/stormy/stormy.c:33 stormy_intr(): stormy_clean_tx_ring"]
+    assert sites["link-outside-rtnl"] == [
+        "drivers/net/ethernet/stormy/stormy.c:51 stormy_relink_task(): "
+        "work: netif_queue_set_napi"]
 
 
 def test_table_truncates_lists(tmp_path):

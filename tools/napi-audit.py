@@ -333,8 +333,35 @@ def enable_atomic(drv):
     return sites
 
 
-def outside_rtnl(drv):
-    helpers = drv.helpers(NAPI_CONTROL, RTNL)
+def call_args(code, name):
+    """The argument lists of the calls of NAME (a regex) in CODE, split at
+    their top-level commas."""
+    for m in re.finditer(rf"\b(?:{name})\s*\(", code):
+        depth, start, args = 0, m.end(), []
+        for i in range(m.end(), len(code)):
+            c = code[i]
+            if c == "(":
+                depth += 1
+            elif c == ")" and depth:
+                depth -= 1
+            elif c in ",)" and not depth:
+                args.append(code[start:i].strip())
+                start = i + 1
+                if c == ")":
+                    yield args
+                    break
+            elif c == ";":
+                break
+
+
+def passed(drv, name, index):
+    """The function names a driver passes as argument INDEX of NAME."""
+    return {args[index] for code in drv.files.values() for args in call_args(code, name)
+            if len(args) > index and re.fullmatch(r"\w+", args[index])}
+
+
+def _outside_rtnl(drv, names):
+    helpers = drv.helpers(names, RTNL)
     pci_error = drv.refs(PCI_ERR_REFS)
     pm = drv.refs(PM_REFS)
     for code in drv.files.values():
@@ -352,8 +379,16 @@ def outside_rtnl(drv):
             continue
         if RTNL.search(f.body):
             continue
-        sites += [f.site(f"{kind}: {hit}") for hit in reaches(f, NAPI_CONTROL, helpers)]
+        sites += [f.site(f"{kind}: {hit}") for hit in reaches(f, names, helpers)]
     return sites
+
+
+def outside_rtnl(drv):
+    return _outside_rtnl(drv, NAPI_CONTROL)
+
+
+def link_outside_rtnl(drv):
+    return _outside_rtnl(drv, re.compile(r"netif_queue_set_napi|netif_napi_set_irq"))
 
 
 def napi_members(f, call):
@@ -436,6 +471,78 @@ def napi_enable(drv):
     return [f.site() for f in drv.callers({"napi_enable"})]
 
 
+# A statement call: nothing reads what it returns.
+COMPLETE_STATEMENT = re.compile(r"(?:^|[;{})]|\belse)\s*(napi_complete(?:_done)?)\s*\(")
+
+
+def complete_ignored(drv):
+    return [f.site(m.group(1)) for f in drv.callers({"napi_complete", "napi_complete_done"})
+            for m in COMPLETE_STATEMENT.finditer(f.body)]
+
+
+RECHECK = re.compile(r"virtqueue_poll|virtqueue_enable_cb\w*|RING_FINAL_CHECK_FOR_\w+"
+                     r"|hv_end_read\w*")
+
+
+def poll_after_complete(drv):
+    sites = []
+    for f in drv.callers({"napi_complete", "napi_complete_done"}):
+        first = min(f.call_sites("napi_complete_done") + f.call_sites("napi_complete"))
+        sites += [f.site(c) for c in sorted(set(CALL.findall(f.body[first:])))
+                  if RECHECK.fullmatch(c)]
+    return sites
+
+
+def napi_polls(drv):
+    return [f for name in sorted(passed(drv, r"netif_napi_add\w*", 2))
+            for f in drv.funcs.get(name, [])]
+
+
+IRQ_REQUESTS = ((r"request_irq|request_threaded_irq", 1),
+                (r"devm_request_irq|devm_request_threaded_irq|pci_request_irq", 2))
+
+
+def irq_handlers(drv):
+    return [f for call, index in IRQ_REQUESTS for name in sorted(passed(drv, call, index))
+            for f in drv.funcs.get(name, [])]
+
+
+def irq_handler_rings(drv):
+    return [f.site(call) for f in irq_handlers(drv) for call in sorted(f.calls - {f.name})
+            if RING_WORK.fullmatch(call)]
+
+
+THIS_CPU = re.compile(r"this_cpu_ptr|this_cpu_read|raw_cpu_ptr|smp_processor_id"
+                      r"|raw_smp_processor_id")
+
+
+def poll_this_cpu(drv):
+    return [f.site(call) for f in napi_polls(drv) for call in sorted(f.calls)
+            if THIS_CPU.fullmatch(call)]
+
+
+def napi_state_read(drv):
+    return [f.site(bit) for f in drv.all_funcs()
+            for bit in sorted(set(re.findall(r"\bNAPIF?_STATE_\w+", f.body)))
+            if not bit.endswith("_NO_BUSY_POLL")]
+
+
+def netpoll_disable_irq(drv):
+    return [f.site("disable_irq") for f in poll_controllers(drv) if "disable_irq" in f.calls]
+
+
+def consume_fixed_budget(drv):
+    return [f.site(f"napi_consume_skb(..., {args[1]})") for f in drv.callers({"napi_consume_skb"})
+            for args in call_args(f.body, "napi_consume_skb")
+            if len(args) == 2 and re.fullmatch(r"[1-9]\d*", args[1])]
+
+
+def set_irq_shared(drv):
+    if not any("IRQF_SHARED" in code for code in drv.files.values()):
+        return []
+    return [f.site() for f in drv.callers({"netif_napi_set_irq"})]
+
+
 # id, check, description, why approximate
 PATTERNS = [
     ("napi-enable", napi_enable,
@@ -499,6 +606,50 @@ PATTERNS = [
     ("no-busy-poll", no_busy_poll,
      "NAPIs with NAPI_STATE_NO_BUSY_POLL (set_bit() of it, or tx-only-napi)",
      "any use of the bit counts, also a test of it"),
+    ("complete-ignored", complete_ignored,
+     "napi_complete_done()/napi_complete() called as a statement: what it "
+     "returns (false while the NAPI is busy polled, deferred or suspended) "
+     "is ignored, and the driver re-enables its IRQ whatever it says",
+     "a statement call counts; what the driver does after it is not "
+     "checked (some re-enable nothing)"),
+    ("poll-after-complete", poll_after_complete,
+     "a function that calls napi_complete_done()/napi_complete() and then "
+     "reads the ring again (virtqueue_poll(), virtqueue_enable_cb*(), "
+     "RING_FINAL_CHECK_FOR_*(), hv_end_read*()): the ring must outlive the "
+     "poll, also when the driver frees it after napi_disable() alone",
+     "textual order in one function, by those names only; other re-checks "
+     "(a descriptor read) are not seen"),
+    ("irq-handler-rings", irq_handler_rings,
+     "a hard IRQ handler (request_irq() and its variants) calls ring work "
+     "itself (the *clean*/*reap*/... names of netpoll-controller-rings): "
+     "late interrupts, netpoll and IRQ suspension reach it",
+     "by name and direct calls only; handlers set up through tables or "
+     "macros are not seen"),
+    ("netpoll-disable-irq", netpoll_disable_irq,
+     "the .ndo_poll_controller of a NAPI driver calls disable_irq(), which "
+     "may sleep, while netpoll runs it with IRQs off",
+     "direct calls only; disable_irq() in a helper is not seen"),
+    ("link-outside-rtnl", link_outside_rtnl,
+     "netif_queue_set_napi()/netif_napi_set_irq() in a workqueue handler, PM "
+     "callback or PCI error handler that takes no RTNL",
+     "as outside-rtnl"),
+    ("set-irq-shared", set_irq_shared,
+     "netif_napi_set_irq() in a driver that requests an IRQ with IRQF_SHARED "
+     "(an INTx line another device shares)",
+     "per driver: whether the IRQ passed is the shared one is not checked"),
+    ("poll-this-cpu", poll_this_cpu,
+     "a NAPI poll function (passed to netif_napi_add*()) reads per-CPU state "
+     "(this_cpu_ptr(), smp_processor_id(), ...): wrong when a kthread or "
+     "another CPU's busy poll runs it",
+     "the poll function only, not its helpers"),
+    ("napi-state-read", napi_state_read,
+     "driver code names NAPI state bits (NAPI_STATE_*/NAPIF_STATE_* other "
+     "than NO_BUSY_POLL): SCHED means something else under busy polling",
+     "any use of a bit counts, also a set_bit()"),
+    ("consume-fixed-budget", consume_fixed_budget,
+     "napi_consume_skb() with a constant non-zero budget: netpoll's poll "
+     "(budget 0, IRQs off) then frees into the NAPI skb cache",
+     "literal budgets only; a variable that is never 0 is not seen"),
 ]
 
 
