@@ -65,12 +65,16 @@ def load_runs(top):
                 run["machine"] = json.load(f)
         except (OSError, ValueError):
             run["machine"] = {}
+        run["plan_records"] = []
         for bench in ("rr", "mc"):
             run[bench] = []
             path = os.path.join(d, f"{bench}.jsonl")
             if os.path.exists(path):
                 with open(path) as f:
                     run[bench] = [json.loads(line) for line in f if line.strip()]
+            # What the script set out to run (benchlib.record_plan()): no cell.
+            run["plan_records"] += [c for c in run[bench] if c.get("status") == "plan"]
+            run[bench] = [c for c in run[bench] if c.get("status") != "plan"]
         # A device whose pair could not be set up (benchlib.each_pair()).
         run["skipped"] = {(c["bench"], c["device"]): c.get("error", "?")
                           for c in run["rr"] + run["mc"]
@@ -1564,12 +1568,21 @@ def goal_off(device, baseline):
     return goal_row(GOAL_OFF, device, f"{len(rows)} interrupt-mode cells", checks, broken)
 
 
+def goal_plans(run, bench):
+    """The plan records of RUN's BENCH that goals judge: the latency
+    grid's, not the collapse or on/off experiments'."""
+    return [p for p in run["plan_records"] if p.get("bench") == bench
+            and p.get("experiment", "grid") == "grid"]
+
+
 def missing_results(runs):
     """What a run planned and has no result for, as [{"kernel", "plan",
     "bench", "device", "transport" (None: the whole device), "why"}]: a
-    device whose pair could not be set up (its skip record), or a
-    transport of the latency grid that other devices of the run got and
-    this one did not. The spinning plan's boots judge no goal."""
+    device whose pair could not be set up (its skip record), a device
+    its plan record names and no cell or skip record does (the run
+    stopped before it), or a transport of the latency grid that its plan
+    or other devices of the run got and this one did not. The spinning
+    plan's boots judge no goal."""
     out = []
     for run in runs:
         if run["plan"] == "spinning":
@@ -1577,21 +1590,29 @@ def missing_results(runs):
         for bench in ("rr", "mc"):
             cells = [c for c in run[bench] if c.get("status") in ("ok", "error")]
             ran = {c["device"] for c in cells}
+            plans = goal_plans(run, bench)
+            never = {d for p in plans for d in p.get("devices", [])} - ran - \
+                {device for kind, device in run["skipped"] if kind == bench}
             for (kind, device), error in sorted(run["skipped"].items()):
                 if kind == bench and device not in ran:
                     out.append({"kernel": run["label"], "plan": run["plan"], "bench": bench,
                                 "device": device, "transport": None,
                                 "why": f"{run['dir']}: {bench} set-up failed: {error}"[:160]})
+            out += [{"kernel": run["label"], "plan": run["plan"], "bench": bench,
+                     "device": device, "transport": None,
+                     "why": f"{run['dir']}: {bench} planned, no cell recorded (the run "
+                            "stopped before it)"} for device in sorted(never)]
             if bench != "rr":
                 continue
-            transports = {c["transport"] for c in cells}
+            transports = {c["transport"] for c in cells} | \
+                {t for p in plans for t in p.get("transports", [])}
             for device in sorted(ran):
                 for transport in sorted(transports - {c["transport"] for c in cells
                                                       if c["device"] == device}):
                     out.append({"kernel": run["label"], "plan": run["plan"], "bench": bench,
                                 "device": device, "transport": transport,
                                 "why": f"{run['dir']}: no {transport.upper()} cell recorded "
-                                       "(the run's other devices have them)"})
+                                       "(planned, or the run's other devices have them)"})
     return out
 
 

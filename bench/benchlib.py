@@ -482,6 +482,16 @@ class Modes:
         self.probes.close()
 
 
+def record_plan(out, bench, devices, **plan):
+    """Write what a benchmark script sets out to run (status "plan")
+    before its first cell: a device it never reaches (the guest died,
+    the script stopped) still has a line that names it, and the report
+    a goal row that says so."""
+    out.write(json.dumps(dict({"bench": bench, "status": "plan", "devices": list(devices)},
+                              **plan)) + "\n")
+    out.flush()
+
+
 def each_pair(bench, devices, ynl, out):
     """Set up each device pair in turn and yield (pair, modes), tearing
     it down on every path. A pair that cannot be set up (no virtio NICs,

@@ -217,6 +217,7 @@ def main():
     all_variants = variants([int(x) for x in args.x.split()], args.irq_suspend_ms)
     failures = 0
     with open(os.path.join(args.out, "mc.jsonl"), "a") as out:
+        bl.record_plan(out, "mc", args.devices.split(), reps=args.reps)
         for pair, modes in bl.each_pair("mc", args.devices.split(), ynl, out):
             names = [n for n in (args.variants.split() if args.variants else all_variants)
                      if modes.has_napi_set or not n.startswith("suspend")]

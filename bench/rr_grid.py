@@ -137,6 +137,11 @@ def server_stats(stdout):
     return None
 
 
+def experiment(args):
+    """Which experiment the run's cells belong to."""
+    return "collapse" if args.collapse else "on-off" if args.on_off else "grid"
+
+
 def run_cell(args, pair, modes, mode, transport, workload, rep, out):
     rate, delay = workload_rate(args, workload)
     started = time.monotonic()
@@ -156,7 +161,7 @@ def run_cell(args, pair, modes, mode, transport, workload, rep, out):
             "workload": workload, "seed_rate": WORKLOADS[workload][0], "rate": rate,
             "delay_us": delay, "rep": rep, "reps": args.reps, "kthread_pids": pids,
             "occupancy": OCCUPANCY.get(mode),
-            "experiment": "collapse" if args.collapse else "on-off" if args.on_off else "grid",
+            "experiment": experiment(args),
             "on_off": args.on_off}
     loss_before = None
     try:
@@ -259,6 +264,8 @@ def main():
     ynl = bl.Ynl(args.src, log=open(os.path.join(args.out, "setup-commands.log"), "a"))
     failures = 0
     with open(os.path.join(args.out, "rr.jsonl"), "a") as out:
+        bl.record_plan(out, "rr", args.devices.split(), transports=args.transports.split(),
+                       experiment=experiment(args), reps=args.reps)
         for pair, modes in bl.each_pair("rr", args.devices.split(), ynl, out):
             wanted = [m for m in args.modes.split()
                       if (modes.has_napi_set or m not in PATCHED_ONLY)

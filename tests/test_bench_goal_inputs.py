@@ -4,10 +4,12 @@ suspension, the SUT's clock, every vector that carries RX, every part of
 a counted function, and figures that can be counts at all."""
 import json
 import math
+import os
 
 import pytest
 
-from test_bench_report import (Pair, Probes, bench_report, benchlib, fake_tool, insn_goal,
+from conftest import load_script
+from test_bench_report import (BENCH, Pair, Probes, bench_report, benchlib, fake_tool, insn_goal,
                                insn_ranges, mark, mc_point, report, rr_cell, snap,
                                threaded_reps, write_run, SUSPENDED)
 
@@ -50,6 +52,45 @@ def test_a_transport_without_cells_is_a_broken_goal_row(tmp_path):
     assert rows["UDP"]["status"] == "pass"
     assert rows["XDP"]["status"] == "broken"
     assert "no XDP cell recorded" in rows["XDP"]["result"]
+
+
+def plan(bench, devices, **more):
+    """The plan record rr_grid.py and mc_sweep.py write before their first cell."""
+    return dict({"bench": bench, "status": "plan", "devices": devices}, **more)
+
+
+def test_a_planned_device_the_run_never_reached_is_a_broken_goal_row(tmp_path):
+    """The guest died during netdevsim's cells: virtio has no cell and no
+    skip record, only the plan names it; the XDP transport no device got."""
+    top = str(tmp_path)
+    write_run(top, "run1-patched-full", "patched",
+              rr=[plan("rr", ["netdevsim", "virtio"], transports=["udp", "xdp"],
+                       experiment="grid"),
+                  plan("rr", ["igb"], transports=["udp"], experiment="collapse"),
+                  rr_cell("threaded-busy", 100, **THREADED_GOOD)],
+              mc=[plan("mc", ["netdevsim", "virtio"])])
+    rc, summary, md = report(top)
+    for goal in (bench_report.GOAL_THREADED, bench_report.GOAL_SUSPEND):
+        rows = goal_rows(summary, goal, "virtio")
+        assert [r["status"] for r in rows] == ["broken"], f"{goal}: virtio rows {rows}"
+        assert "planned, no cell recorded" in rows[0]["result"]
+    rows = {r["where"].split()[0]: r["status"]
+            for r in goal_rows(summary, bench_report.GOAL_THREADED, "netdevsim")}
+    assert rows == {"UDP": "pass", "XDP": "broken"}, rows
+    # The collapse experiment's plan is not the grid's: igb has no goal row.
+    assert not goal_rows(summary, bench_report.GOAL_THREADED, "igb")
+    assert rc == 1
+    assert "planned without results: patched virtio" in md
+    # A plan record is no cell: not in the run time, not a failed cell.
+    assert [r["cells"] for r in summary["run_time"]] == [1]
+
+
+def test_the_runbook_dry_run_reads_plan_records_as_no_cell(tmp_path):
+    dryrun = load_script("runbook_dryrun", os.path.join(BENCH, "host", "runbook_dryrun.py"))
+    path = tmp_path / "rr.jsonl"
+    path.write_text(json.dumps(plan("rr", ["host"])) + "\n"
+                    + json.dumps({"status": "ok"}) + "\n")
+    assert dryrun.cells_ok(str(path)) == (True, [{"status": "ok"}])
 
 
 # --- each kernel's own cells ---------------------------------------------------
