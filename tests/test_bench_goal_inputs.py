@@ -112,6 +112,33 @@ def test_runs_of_two_kernels_never_replace_each_others_cells(tmp_path):
     assert "| IRQ suspension at the saturated point | patched | host |" in md
 
 
+def test_two_runs_of_one_label_never_replace_each_others_cells(tmp_path):
+    """The base kernel's run with --label left at its default: both runs
+    say "patched". The base's defer20 cell must not become the patched
+    kernel's reference, whatever the label files say."""
+    top = str(tmp_path)
+    write_run(top, "run1-patched-host", "patched", mc=[
+        mc_point("defer20", 4000, 97, 900, 1.0, device="host"),
+        mc_point("suspend20", 4000, 96, 900, 0.08, device="host", **SUSPENDED)])
+    write_run(top, "run2-base-host", "patched", mc=[
+        mc_point("defer20", 4000, 97, 900, 0.2, device="host")])
+    for name, kernel in (("run1-patched-host", "6.12.0-napi"), ("run2-base-host", "6.12.0")):
+        (tmp_path / name / "machine.json").write_text(json.dumps({"kernel": kernel}))
+    _, summary, md = report(top)
+    rows = [g for g in goal_rows(summary, bench_report.GOAL_SUSPEND, "host")
+            if g["where"].startswith("suspend20")]
+    assert [(r["kernel"], r["status"]) for r in rows] == \
+        [("patched (run1-patched-host)", "pass")], rows
+    assert "| patched (run2-base-host) | host |" in md
+
+
+def test_the_runbook_takes_its_label_from_the_run_directory():
+    runbook = load_script("runbook", os.path.join(BENCH, "host", "runbook.py"))
+    assert runbook.label_of("/tmp/bench/run2-base-host") == "base"
+    assert runbook.label_of("/tmp/bench/run1-patched-host/") == "patched"
+    assert runbook.label_of("/tmp/bench/somewhere") == "patched"
+
+
 # --- each NAPI's own suspension -----------------------------------------------
 
 def trace_line(ts, event, rest, cpu=0, comm="memcached-321", flags="b..1."):

@@ -89,6 +89,14 @@ class Steps:
         return rc == 0
 
 
+def label_of(out):
+    """The kernel label a run directory's name gives (run<N>-<label>-host),
+    "patched" where it gives none: the base kernel's run is labelled by
+    the directory the runbook names, not by a default to override."""
+    name = os.path.basename(os.path.normpath(out)).split("-")
+    return name[1] if len(name) >= 3 and name[0].startswith("run") else "patched"
+
+
 def host_setup(args, role, seed, command):
     """host-setup.py's command line for ROLE (run on the peer through
     wrap_peer()); the CPU lists are the runbook's, not the seed's defaults."""
@@ -150,7 +158,8 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", required=True, help="run directory, e.g. /tmp/bench/run1-patched-host")
-    parser.add_argument("--label", default="patched", help="kernel label in the report")
+    parser.add_argument("--label", help="kernel label in the report (default: the run "
+                        "directory's, run<N>-<label>-host, else patched)")
     parser.add_argument("--src", required=True, help="kernel tree with the YNL CLI and spec")
     parser.add_argument("--netif", required=True, help="the SUT's NIC")
     parser.add_argument("--peer-netif", help="the peer's NIC (default: --netif)")
@@ -178,6 +187,7 @@ def main(argv=None):
     parser.add_argument("--step-timeout", type=float, default=None, help="seconds per step")
     args = parser.parse_args(argv)
     args.peer_netif = args.peer_netif or args.netif
+    args.label = args.label or label_of(args.out)
     args.out = os.path.abspath(args.out)
     sut_prefix, peer_prefix = (["ip", "netns", "exec", ns] if ns else []
                                for ns in (args.sut_netns, args.peer_netns))
