@@ -816,8 +816,10 @@ def napi_id_resolver(events):
     """(the NAPI ID of a NAPI struct address, None or why not): a poll or
     a re-arm names its NAPI by address, a suspension by NAPI ID. The
     pairs TraceProbes' NAPI_PTR_EVENT recorded map them; without them
-    one RX NAPI and one suspended NAPI are each other's. (None, why)
-    when several NAPIs suspended and no pair maps them."""
+    one RX NAPI and one suspended NAPI are each other's. Where every
+    suspended NAPI has its address, an RX NAPI without one never
+    suspended. (None, why) when several NAPIs suspended and no pair maps
+    one of them."""
     known = events.get("napi_ids") or {}
     suspended = {napi_id for _, _, _, napi_id in events["irq"]}
     if not suspended:
@@ -826,7 +828,7 @@ def napi_id_resolver(events):
     if len(suspended) <= 1 and len(rx_napis | set(known)) <= 1:
         only = next(iter(suspended), None)
         return (lambda napi: known.get(napi, only)), None
-    if rx_napis <= set(known):
+    if suspended <= set(known.values()):
         return known.get, None
     return None, (f"{len(suspended)} NAPIs suspended, {len(rx_napis - set(known))} RX NAPIs "
                   "with no NAPI ID (no napi_irq_ptr pair): polls and re-arms cannot be "
@@ -857,9 +859,10 @@ def suspension_counts(events, exchanges):
     NAPI: suspend events (extensions included) per exchange, suspensions
     started, resumes by reason, the share of the window suspended (the
     mean over the NAPIs that were suspended in the buffer: each must
-    stay suspended), and the softirq RX polls that ran while their own
-    NAPI was suspended (there should be none; None when polls cannot be
-    told apart by NAPI)."""
+    stay suspended; an RX NAPI that polled in the window and never
+    suspended counts as 0), and the softirq RX polls that ran while
+    their own NAPI was suspended (there should be none; None when polls
+    cannot be told apart by NAPI)."""
     t0, t1 = events["window"]
     suspended = set()           # the buffer starts with no suspension
     resumes = {}
@@ -877,7 +880,7 @@ def suspension_counts(events, exchanges):
     clipped = suspended_intervals(events)
     napi_id, _ = napi_id_resolver(events)
     shares = [sum(b - a for a, b in spans) / (t1 - t0) for spans in clipped.values()] \
-        if t1 > t0 else None
+        + [0.0] * never_suspended(events["polls"], clipped, napi_id) if t1 > t0 else None
     return {
         "suspend_events": per(suspend_events, exchanges),
         "suspensions": started,
@@ -888,6 +891,17 @@ def suspension_counts(events, exchanges):
             1 for p in events["polls"]
             if p["softirq"] and inside(p["ts"], clipped.get(napi_id(p.get("napi")), ()))),
     }
+
+
+def never_suspended(polls, suspended, napi_id):
+    """How many of the RX NAPIs that polled with work in the window
+    (POLLS) are none of SUSPENDED ({napi_id: intervals}); NAPI_ID maps
+    an address to its ID (napi_id_resolver(), None: it cannot), then at
+    least those beyond the suspended NAPIs' number."""
+    polled = {p["napi"] for p in polls if p.get("napi") is not None}
+    if napi_id is None:
+        return max(len(polled) - len(suspended), 0)
+    return sum(1 for napi in polled if napi_id(napi) not in suspended)
 
 
 # Kprobe group and event of TraceProbes' re-arm return probe.

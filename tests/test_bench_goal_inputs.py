@@ -189,6 +189,25 @@ def test_suspension_is_tracked_per_napi():
     assert events["napi_ids"] == {NAPI_A: 8193, NAPI_B: 8194}
 
 
+NAPI_C = 0xffff8880c0000000
+
+
+def test_an_rx_napi_that_never_suspended_counts_as_not_suspended():
+    """Three queues, C never suspended: its softirq poll at 104 s is no
+    poll while suspended, and C is 0 % of the window suspended. Every
+    suspended NAPI has its address, so C's lack of one says it never
+    suspended, not that its polls cannot be placed."""
+    events = benchlib.parse_trace(
+        irq_event(100.0, "suspend", 8193, NAPI_A) + irq_event(101.0, "suspend", 8194, NAPI_B)
+        + irq_event(102.0, "resume", 8193, NAPI_A, cpu=1, reason="timer")
+        + [poll(104.0, NAPI_C), rearm(104.0, NAPI_C), poll(105.0, NAPI_B), rearm(105.0, NAPI_B)],
+        100.0, 110.0)
+    sut = benchlib.suspension_counts(events, 100)
+    assert sut["softirq_polls_suspended"] == 1, sut      # B's, not C's
+    assert benchlib.rearm_counts(events, 100)["rx_rearms_suspended"] == 1
+    assert sut["suspended_frac"] == pytest.approx((0.2 + 0.9 + 0.0) / 3, abs=1e-4)
+
+
 def test_polls_of_several_napis_without_their_ids_are_not_measured():
     events = two_napis(pairs=False)
     before = snap(100.0, {"cpu0": 0}, {"cpu0": 0}, 0, {})
