@@ -203,14 +203,18 @@ def rep_failure(cell):
 
 def rep_problem(cell):
     """Why a repetition cannot count toward a goal, or None: its boot did
-    not finish or splatted, it failed, recorded no counters, or did not
-    serve its traffic."""
+    not finish or splatted, it failed, recorded no counters, its trace
+    was not cut at the tool's window edges, or it did not serve its
+    traffic."""
     why = cell.get("run_problem") or rep_failure(cell)
     if why or not cell.get("counters"):
         return why or "no counters recorded"
     # Counts on the SUT's CPUs that are not the SUT device's alone.
     if cell["counters"].get("irq_affinity_problem"):
         return f"IRQ affinity: {cell['counters']['irq_affinity_problem']}"[:120]
+    # Trace counts cut from another window than the one the tool counted.
+    if cell["counters"].get("clock_mismatch"):
+        return f"window edges: {cell['counters']['clock_mismatch']}"[:160]
     return unserved(cell)
 
 

@@ -1512,23 +1512,39 @@ def shares_clock(pair, side):
 
 
 def trace_window(run, same_clock=True):
-    """(t0, t1, why) of a run_windowed() RUN on the SUT's CLOCK_MONOTONIC,
-    the trace clock: the tool's own edge times where they are on it
-    (SAME_CLOCK, and each edge at most MAX_EDGE_LAG_S before we read
-    it), else the times we read the edge lines, WHY saying so (None when
-    the tool gave no times: nothing to check)."""
+    """(t0, t1, why, offset) of a run_windowed() RUN on the SUT's
+    CLOCK_MONOTONIC, the trace clock: the tool's own edge times where
+    they are on it (SAME_CLOCK, and each edge at most MAX_EDGE_LAG_S
+    before we read it), a peer's moved onto it by the OFFSET measured at
+    our reads (peer_window()), else the times we read the edge lines, WHY
+    saying so (None when the tool gave no times: nothing to check)."""
     reads = [run[k]["time"] for k in ("before", "after")]
     said = [run[k].get("tool_time") for k in ("before", "after")]
     if None in said:
-        return (*reads, None)
+        return (*reads, None, None)
     if not same_clock:
-        return (*reads, "the tool runs on the peer's clock: trace cut at the harness's reads "
-                        "of its edge lines")
+        return peer_window(reads, said)
     lags = [r - t for r, t in zip(reads, said)]
     if not all(-EDGE_CLOCK_SLACK_S <= lag <= MAX_EDGE_LAG_S for lag in lags):
         return (*reads, f"the tool's edges are {lags[0]:.3f} s and {lags[1]:.3f} s before the "
-                        "harness read them: not the SUT's clock, trace cut at the reads")
-    return (*said, None)
+                        "harness read them: not the SUT's clock, trace cut at the reads", None)
+    return (*said, None, None)
+
+
+def peer_window(reads, said):
+    """trace_window() of a tool on another machine's clock: its edges
+    SAID moved by the offset between the clocks, measured where we READ
+    them (the smaller lag: a line is read after its edge, never before).
+    Whatever the peer's clock reads, the window is the tool's. Lags that
+    differ by more than WINDOW_TOLERANCE of the window leave no one
+    offset to trust: cut at the reads, WHY saying so."""
+    lags = [r - t for r, t in zip(reads, said)]
+    offset, apart = min(lags), max(lags) - min(lags)
+    if said[1] <= said[0] or apart > WINDOW_TOLERANCE * (said[1] - said[0]):
+        return (*reads, f"the peer's edges reached the harness {apart:.3f} s apart from one "
+                        f"offset over a {said[1] - said[0]:.3f} s window: no one offset places "
+                        "them on the SUT's clock, trace cut at the reads", offset)
+    return said[0] + offset, said[1] + offset, None, offset
 
 
 def irq_affinity_problem(sut, peer, sut_cpus):
@@ -1564,7 +1580,7 @@ def measured_counts(run, pair, probes, tool_total, sut_cpus, kthread_pids=(), pe
     # window's polls by about 1 %. /proc counters can only be read when
     # we get there.
     same_clock = shares_clock(pair, tool_side)
-    t0, t1, clock_note = trace_window(run, same_clock)
+    t0, t1, clock_problem, offset = trace_window(run, same_clock)
     events, notes = probes.window(t0, t1)
     sent, served = tool_difference(run, "sent"), tool_difference(run, "served")
     exchanges = tool_total if served is None else served
@@ -1604,9 +1620,13 @@ def measured_counts(run, pair, probes, tool_total, sut_cpus, kthread_pids=(), pe
     problem = irq_affinity_problem(sut_affinity, peer_affinity, sut_cpus)
     if problem:
         counts["irq_affinity_problem"] = problem
-    if clock_note:
-        # Expected on a peer's clock; on ours, the tool's edges are wrong.
-        counts["clock_mismatch" if same_clock else "window_clock"] = clock_note
+    if offset is not None:
+        counts["peer_clock_offset_s"] = round(offset, 6)
+        counts["window_clock"] = ("the tool runs on the peer's clock: its edges moved onto the "
+                                  "SUT's by the offset measured where the harness read them")
+    if clock_problem:
+        # The trace is cut at our reads: not the window the tool counted.
+        counts["clock_mismatch"] = clock_problem
     if counts["window_s"] and abs(counts["trace_window_s"] / counts["window_s"] - 1) > WINDOW_TOLERANCE:
         counts["window_mismatch"] = (f"/proc counts over {counts['window_s']} s, trace over "
                                      f"{counts['trace_window_s']} s")

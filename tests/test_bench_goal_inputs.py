@@ -229,25 +229,73 @@ def test_a_tool_on_another_clock_is_cut_at_the_harness_reads():
     counts = benchlib.measured_counts(run, Pair(), probes, 200, ["cpu0"])
     assert probes.cut == (run["before"]["time"], run["after"]["time"])
     assert "not the SUT's clock" in counts["clock_mismatch"]
+    cell = rr_cell("threaded-busy", 100)
+    cell["counters"]["clock_mismatch"] = counts["clock_mismatch"]
+    assert "not the SUT's clock" in bench_report.rep_problem(cell)
 
 
-def test_generators_on_a_peer_host_are_cut_on_the_suts_clock():
-    """A peer's CLOCK_MONOTONIC may even be close to ours: a tool there is
-    cut at the harness's reads whatever its edges say."""
-    run = benchlib.run_windowed(fake_tool(
-        '{"window": "start", "ns": 5000000000, "sent": 61, "served": 60}',
-        '{"window":"end","ns":7000000000,"sent":261,"served":250}'), None, timeout=30)
+class TracedPolls:
+    """A trace of softirq polls at 100.005 s and every 0.1 s from 100.05 s
+    to 102.05 s on the SUT's clock; window() keeps those in its cut."""
+
+    def window(self, t0, t1):
+        self.cut = (t0, t1)
+        times = [100.005] + [100.05 + i / 10 for i in range(21)]
+        return {"window": (t0, t1), "irq": [],
+                "polls": [{"ts": t, "pid": 0, "comm": "<idle>", "softirq": True, "work": 1,
+                           "napi": NAPI_A} for t in times if t0 <= t <= t1]}, {}
+
+
+def peer_run(skew, read_lags=(0.010, 0.012)):
+    """Generators on the peer: a 2 s window from 100.000 s to 102.000 s
+    of the SUT's clock, which the peer's clock reads SKEW s ahead, and
+    whose edge lines the harness reads READ_LAGS s after each edge."""
+    run = {}
+    for key, at, lag, served in (("before", 100.0, read_lags[0], 60),
+                                 ("after", 102.0, read_lags[1], 260)):
+        run[key] = dict(snap(at + lag, {"cpu0": 0}, {"cpu0": 0}, 0, {}), tool_time=at + skew,
+                        tool_sent=served, tool_served=served)
+    return run
+
+
+def host_pair(peer_netns=None):
     pair = benchlib.HostPair()
-    pair.netns = {benchlib.NS_SUT: None, benchlib.NS_PEER: None}
-    probes = Probes()
-    counts = benchlib.measured_counts(run, pair, probes, 200, ["cpu0"],
+    pair.netns = {benchlib.NS_SUT: None, benchlib.NS_PEER: peer_netns}
+    return pair
+
+
+@pytest.mark.parametrize("skew", [4900.0, -3.7, 0.0])
+def test_a_skewed_peer_clock_changes_no_count(skew):
+    """The peer's edges translated by the offset measured where the
+    harness read them: the tool's own 2 s window on the SUT's clock,
+    whatever the peer's clock reads, and not the reads' 2.002 s."""
+    probes = TracedPolls()
+    counts = benchlib.measured_counts(peer_run(skew), host_pair(), probes, 200, ["cpu0"],
                                       tool_side=benchlib.NS_PEER)
-    assert probes.cut == (run["before"]["time"], run["after"]["time"])
-    assert "the peer's clock" in counts["window_clock"] and "clock_mismatch" not in counts
-    # The dry run's peer is a namespace of this machine: its edges stand.
-    pair.netns[benchlib.NS_PEER] = "peer"
-    benchlib.measured_counts(run, pair, probes, 200, ["cpu0"], tool_side=benchlib.NS_PEER)
-    assert probes.cut == (run["before"]["tool_time"], run["after"]["tool_time"])
+    assert probes.cut == pytest.approx((100.010, 102.010)), probes.cut
+    assert counts["sut"]["rx_polls_softirq"] == 0.1         # 20 polls, 200 served
+    assert counts["peer_clock_offset_s"] == pytest.approx(0.010 - skew)
+    assert "clock_mismatch" not in counts and "the peer's clock" in counts["window_clock"]
+
+
+def test_peer_edges_read_apart_from_their_offset_break_the_repetition():
+    """The end line reached the harness 0.6 s late: no one offset places
+    both edges, so the trace counts are from another window than the
+    tool's and the repetition cannot count toward a goal."""
+    counts = benchlib.measured_counts(peer_run(4900.0, (0.010, 0.610)), host_pair(),
+                                      TracedPolls(), 200, ["cpu0"], tool_side=benchlib.NS_PEER)
+    assert "no one offset" in counts["clock_mismatch"], counts
+    cell = rr_cell("threaded-busy", 100, device="host")
+    cell["counters"]["clock_mismatch"] = counts["clock_mismatch"]
+    assert bench_report.rep_problem(cell).startswith("window edges: the peer's edges")
+
+
+def test_a_peer_in_a_namespace_of_this_machine_keeps_its_edges():
+    probes = TracedPolls()
+    counts = benchlib.measured_counts(peer_run(0.0), host_pair("peer"), probes, 200, ["cpu0"],
+                                      tool_side=benchlib.NS_PEER)
+    assert probes.cut == (100.0, 102.0)
+    assert "window_clock" not in counts and "clock_mismatch" not in counts
 
 
 # --- every vector that carries RX ---------------------------------------------
