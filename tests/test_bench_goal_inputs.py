@@ -331,6 +331,35 @@ def test_rearms_judge_where_irqs_are_not_counted():
     assert "SUT RX IRQs per request: n/a (not measured: no RX vector" in row["result"]
 
 
+def off_goal(device, base, patched):
+    """goal_off over one interrupt-mode cell of DEVICE, a repetition per
+    dict of SUT counts in BASE and PATCHED."""
+    def agg(reps):
+        return bench_report.rr_cells([rr_cell("interrupts", 100, rep, device=device, **sut)
+                                      for rep, sut in enumerate(reps)])
+    return bench_report.goal_off(device, bench_report.baseline_rows(agg(base), agg(patched)))
+
+
+def test_rearms_judge_the_features_off_goal_where_irqs_cannot():
+    """igb's RX IRQs are the model's: 10 % more re-arms with every
+    feature off must not pass as "IRQs n/a"."""
+    row = off_goal("igb", [dict(rx_rearms=0.5)] * 2, [dict(rx_rearms=0.55)] * 2)
+    assert row["status"] == "missed", row
+    assert "MISSED SUT RX re-arms patched/base at udp 600+0us 1.1000" in row["figures"]
+    assert off_goal("igb", [dict(rx_rearms=0.5)] * 2, [dict(rx_rearms=0.5)] * 2)["status"] \
+        == "partial"
+    # A host NIC whose vectors were not counted: the re-arms judge there too.
+    unnamed = dict(rx_irqs=None, rx_rearms=0.5)
+    row = off_goal("host", [unnamed] * 2, [unnamed] * 2)
+    assert row["status"] == "partial", row
+    assert "SUT RX IRQs patched/base" in row["result"] and "the re-arms judge" in row["result"]
+    # mlx5's completion vectors: counted as RX, and said so.
+    combined = dict(rx_irqs=0.5, rxtx_irqs=0.5)
+    row = off_goal("host", [combined] * 2, [combined] * 2)
+    assert row["status"] == "pass", row
+    assert "SUT RX IRQs (RX+TX vectors, counted as RX) patched/base" in row["figures"]
+
+
 # --- every part of a counted function --------------------------------------------
 
 CLONED_MAP = """ffffffff81000000 T _stext
