@@ -20,24 +20,31 @@ import sys
 
 # The NAPI core that schedules and polls a NAPI, where the series adds
 # its checks (what they cost with every feature off is the measure),
-# and the scheduling helpers between them;
-# not GRO or the drivers, which the series leaves alone. The series'
-# own helpers that these call out of line count too (absent from the
-# base): a range that left them out would hide what they execute.
+# and the scheduling helpers between them; not GRO or the drivers, but
+# the functions elsewhere that hold the series' always-taken tests. The
+# series' own helpers that these call out of line count too (absent
+# from the base): a range that left them out would hide what they execute.
 NAPI_CORE = ("napi_complete_done", "__napi_poll", "napi_poll", "net_rx_action",
              "napi_schedule_prep", "__napi_schedule", "__napi_schedule_irqoff",
              "____napi_schedule", "napi_watchdog", "busy_poll_stop", "napi_busy_loop",
              "__napi_busy_loop",
              "napi_irq_suspension_left", "napi_complete_done_slow", "napi_gro_flush_normal",
-             "napi_arm_watchdog", "napi_disabled_or_disabling")
+             "napi_arm_watchdog", "napi_disabled_or_disabling",
+             # Outside the core, where the series adds a test every request
+             # passes: virtqueue_napi_complete()'s suspension test (inlined
+             # into virtio_net's polls) and ep_poll()'s suspend call.
+             "virtqueue_napi_complete", "virtnet_poll", "virtnet_poll_tx", "ep_poll",
+             "ep_busy_loop", "ep_suspend_napi_irqs", "ep_resume_napi_irqs")
 # The series' own helpers among them: absent from the base by design, so
 # left out when the two kernels' sets of counted functions are compared.
 SERIES_HELPERS = ("napi_irq_suspension_left", "napi_complete_done_slow",
-                  "napi_gro_flush_normal", "napi_arm_watchdog", "napi_disabled_or_disabling")
+                  "napi_gro_flush_normal", "napi_arm_watchdog", "napi_disabled_or_disabling",
+                  "ep_suspend_napi_irqs", "ep_resume_napi_irqs")
 MARKER = "__x64_sys_sethostname"
 # What bench/qemu-plugin/napi_insn.c takes: MAX_SYMS ranges, names
-# shorter than its 64-byte buffer.
-PLUGIN_MAX_SYMS = 32
+# shorter than its 64-byte buffer: room for every function of NAPI_CORE
+# with a clone or .cold part.
+PLUGIN_MAX_SYMS = 64
 PLUGIN_MAX_NAME = 63
 # The suffixes GCC gives the parts it splits off or specialises.
 GCC_PART = re.compile(r"(?P<function>[^.]+)(?:\.(?:constprop|isra|part|cold|lto_priv)(?:\.\d+)?)+")

@@ -390,6 +390,38 @@ def test_insn_ranges_count_every_part_of_a_function():
     assert insn_ranges.logical_name("napi_poll.isra.0.cold") == "napi_poll"
 
 
+def test_the_series_additions_outside_the_napi_core_are_counted():
+    """virtqueue_napi_complete()'s suspension test (inlined into
+    virtnet_poll() and virtnet_poll_tx()) and ep_poll()'s suspend call
+    run on every request: their functions are counted, and the series'
+    out-of-line epoll helpers are no difference between the kernels."""
+    base = ["ffffffff81000000 T _stext", "ffffffff81100000 T napi_complete_done",
+            "ffffffff81100100 t virtnet_poll", "ffffffff81100300 t virtnet_poll_tx",
+            "ffffffff81100400 t ep_poll", "ffffffff81100600 T __x64_sys_sethostname",
+            "ffffffff81100700 T _etext"]
+    patched = base + ["ffffffff81100500 t ep_suspend_napi_irqs.isra.0"]
+    found = {}
+    for side, lines in (("base", base), ("patched", patched)):
+        _, ranges, _ = insn_ranges.plugin_option("p.so", "o", insn_ranges.text_symbols(lines))
+        found[side] = {insn_ranges.logical_name(s) for s in ranges}
+    assert {"virtnet_poll", "virtnet_poll_tx", "ep_poll"} <= found["base"], found
+    assert "ep_suspend_napi_irqs" in found["patched"]
+    assert bench_report.insn_function_difference(found) is None
+
+
+def test_every_counted_function_with_its_cold_part_fits_the_plugin():
+    lines = ["ffffffff81000000 T _stext"]
+    for i, name in enumerate(insn_ranges.NAPI_CORE + (insn_ranges.MARKER,)):
+        lines += [f"{0xffffffff81100000 + 0x100 * i:x} t {name}",
+                  f"{0xffffffff81200000 + 0x100 * i:x} t {name}.cold"]
+    lines.append("ffffffff81300000 T _etext")
+    option, found, missing = insn_ranges.plugin_option("p.so", "o",
+                                                       insn_ranges.text_symbols(lines))
+    assert len(found) == 2 * len(insn_ranges.NAPI_CORE) and missing == []
+    with open(os.path.join(BENCH, "qemu-plugin", "napi_insn.c")) as f:
+        assert f"#define MAX_SYMS {insn_ranges.PLUGIN_MAX_SYMS}\n" in f.read()
+
+
 def test_insn_per_exchange_sums_the_parts_of_a_function():
     marks = [mark(1, {"napi_complete_done": [100], "napi_complete_done.cold": [0]}),
              mark(2, {"napi_complete_done": [300], "napi_complete_done.cold": [50]})]

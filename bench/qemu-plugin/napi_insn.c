@@ -58,7 +58,7 @@ uint64_t qemu_plugin_insn_vaddr(const struct qemu_plugin_insn *insn);
 
 PLUGIN_EXPORT int qemu_plugin_version = 2;
 
-#define MAX_SYMS 32
+#define MAX_SYMS 64
 #define MAX_VCPUS 64
 
 struct sym {
