@@ -107,8 +107,9 @@ adaptive)
 		--transports udp --reps "${BENCH_ON_OFF_REPS:-2}" --duration 2)
 	;;
 baseline)
-	# Cost when off: the interrupt-mode cells only, run on both kernels.
-	rr+=(--modes interrupts --rate-scale "${BENCH_RATE_SCALE:-0.05}" --duration 2 --warmup 0.3
+	# Cost when off: the interrupt-mode cells only, run on both kernels
+	# (BENCH_BASELINE_MODE=interrupts-deferral: with deferral on).
+	rr+=(--modes "${BENCH_BASELINE_MODE:-interrupts}" --rate-scale "${BENCH_RATE_SCALE:-0.05}" --duration 2 --warmup 0.3
 	     --workload-indexes "$workloads")
 	;;
 busy)

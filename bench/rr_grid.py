@@ -49,6 +49,11 @@ MODES = {
 }
 GRID_MODES = list(MODES)
 
+# Not in the grid: the baseline plan's other mode (BENCH_BASELINE_MODE).
+# Software IRQ coalescing, which r8169, macb and ravb turn on by default:
+# what a NAPI that is not suspended pays when its completions defer.
+MODES["interrupts-deferral"] = (dict(defer=2, gro=20000), ["--poll", "block"])
+
 # The threaded busy-poll collapse experiment (bench.md's verdict): the
 # mode against controls that each remove one suspect. "interrupts" with
 # the CPU occupancy of threaded-busy but no series code (a SCHED_FIFO
