@@ -22,6 +22,8 @@ CLEAN = "drivers/net/ethernet/clean/clean.c"
 THREADER = "drivers/net/wireless/threader/"
 FAKEIB = "drivers/infiniband/ulp/fakeib/"
 STORMY = "drivers/net/ethernet/stormy/stormy.c"
+UNSLOT = "drivers/net/ethernet/unslot/unslot.c"
+PAIRQ = "drivers/net/ethernet/pairq/pairq.c"
 
 EXPECTED = {
     "napi-enable": [FAKEIB, ACME, LEGACY, ACMEVF, CLEAN, THREADER],
@@ -46,6 +48,8 @@ EXPECTED = {
     "poll-this-cpu": [STORMY],
     "napi-state-read": [STORMY],
     "consume-fixed-budget": [STORMY],
+    "tx-napi-plain-add": [UNSLOT],
+    "napi-per-queue-collision": [ACME, PAIRQ],
 }
 
 
@@ -115,6 +119,29 @@ def test_sites_of_the_review_patterns(fixture_audit):
     assert sites["link-outside-rtnl"] == [
         "drivers/net/ethernet/stormy/stormy.c:51 stormy_relink_task(): "
         "work: netif_queue_set_napi"]
+
+
+def test_sites_of_the_config_slot_patterns(fixture_audit):
+    """The poll a variable holds (unslot's, as ena's), a helper's poll
+    parameter and its TX and RX callers (pairq's, as gve's), and the
+    chain from .set_channels to the re-add."""
+    _, results = fixture_audit
+    patterns = by_id(results)
+    assert patterns["tx-napi-plain-add"]["sites"][UNSLOT] == [
+        "drivers/net/ethernet/unslot/unslot.c:36 unslot_init_napis(): "
+        "netif_napi_add(..., unslot_xdp_tx_poll)"]
+    collisions = patterns["napi-per-queue-collision"]["sites"]
+    assert collisions[ACME] == [
+        "drivers/net/ethernet/acme/acme_main.c:64 acme_probe(): "
+        "rx: netif_napi_add(&priv->ring.napi)",
+        "drivers/net/ethernet/acme/acme_main.c:64 acme_probe(): "
+        "tx: netif_napi_add_tx(&priv->ring.tx_napi)"]
+    pairq = "drivers/net/ethernet/pairq/pairq.c"
+    assert collisions[PAIRQ] == [
+        f"{pairq}:38 pairq_tx_start_ring(): tx: pairq_add_napi()",
+        f"{pairq}:43 pairq_rx_start_ring(): rx: pairq_add_napi()",
+        f"{pairq}:66 pairq_set_channels(): set_channels: pairq_start_rings() -> "
+        "pairq_rx_start_ring() -> pairq_add_napi() -> netif_napi_add"]
 
 
 def test_table_truncates_lists(tmp_path):

@@ -93,7 +93,7 @@ def function_name(head):
     """The name of the function HEAD declares, None if it is no function."""
     flat = head
     while True:  # collapse nested parentheses
-        inner = re.sub(r"\([^()]*\)", "()", flat)
+        inner = re.sub(r"\((?:[^()]|\(\))*\)", "()", flat)
         if inner == flat:
             break
         flat = inner
@@ -537,6 +537,127 @@ def consume_fixed_budget(drv):
             if len(args) == 2 and re.fullmatch(r"[1-9]\d*", args[1])]
 
 
+# The words (between underscores) of a name that say which way its NAPI
+# carries packets: enic's wq is its transmit queue; rxtx says both ways.
+TX_WORD = re.compile(r"tx\w*|\w*xmit\w*|xdp\w*|sq|wq")
+RX_WORD = re.compile(r"\w*rx\w*|rq|recv\w*|receive\w*")
+PLAIN_ADD = {"netif_napi_add", "netif_napi_add_weight"}
+
+
+def direction(*names):
+    """'tx' or 'rx' for the first of NAMES whose words say one way only."""
+    for name in names:
+        words = [w for w in name.lower().split("_") if w]
+        tx = any(TX_WORD.fullmatch(w) for w in words)
+        rx = any(RX_WORD.fullmatch(w) for w in words)
+        if tx != rx:
+            return "tx" if tx else "rx"
+    return None
+
+
+def parameters(f):
+    """F's parameter names; a function pointer's (int (*poll)(...)) too."""
+    names = []
+    for arg in next(call_args(f.head, f.name), []):
+        pointer = re.search(r"\(\s*\*\s*(\w+)\s*\)", arg)
+        words = re.findall(r"\w+", arg)
+        names.append(pointer[1] if pointer else words[-1] if words else "")
+    return names
+
+
+def poll_functions(drv, f, arg):
+    """The poll functions ARG (an add call's argument in F) names: itself,
+    what F assigns to it (ena's napi_handler), or, for a parameter of F,
+    what F's callers pass (gve_add_napi()'s gve_poll)."""
+    if arg in drv.funcs or not re.fullmatch(r"\w+", arg):
+        return {arg}
+    assigned = set(re.findall(rf"\b{arg}\s*=\s*(\w+)\s*;", f.body))
+    if assigned or arg not in parameters(f):
+        return assigned or {arg}
+    index = parameters(f).index(arg)
+    passed_in = {args[index] for g in drv.callers({f.name}) if g.name != f.name
+                 for args in call_args(g.body, f.name) if len(args) > index}
+    return passed_in or {arg}
+
+
+def napi_adds(drv):
+    """(function, add call, NAPI argument, poll functions) per NAPI add."""
+    for f in drv.callers(NAPI_ADD):
+        for call in sorted(f.calls & NAPI_ADD):
+            for args in call_args(f.body, call):
+                if len(args) >= 3:
+                    yield f, call, args[1], poll_functions(drv, f, args[2])
+
+
+def tx_napi_plain_add(drv):
+    return [f.site(f"{call}(..., {poll})") for f, call, _, polls in napi_adds(drv)
+            if call in PLAIN_ADD for poll in sorted(polls) if direction(poll) == "tx"]
+
+
+def napi_direction(call, napi, polls):
+    """'tx' for a TX-only NAPI (netif_napi_add_tx*(), or named so by its
+    poll function or its struct member: sq[i].napi), 'rx' if so named."""
+    if call not in PLAIN_ADD:
+        return "tx"
+    member = "_".join(re.findall(r"[A-Za-z]\w*", re.sub(r"\[[^]]*\]", "", napi)))
+    return direction(*sorted(polls), member)
+
+
+def napi_directions(drv):
+    """(function, 'tx' or 'rx', what) per NAPI add. An add of no named way
+    in a helper that both TX- and RX-named functions call (gve_add_napi())
+    counts once per caller, with the caller's way."""
+    found = []
+    for f, call, napi, polls in napi_adds(drv):
+        way = napi_direction(call, napi, polls)
+        callers = [g for g in drv.callers({f.name}) if g.name != f.name]
+        if not way and {"tx", "rx"} <= {direction(g.name) for g in callers}:
+            found += [(g, direction(g.name) or "rx", f"{f.name}()") for g in callers]
+        else:
+            found.append((f, way or "rx", f"{call}({napi})"))
+    return found
+
+
+def tx_and_rx_napis(drv):
+    adds = napi_directions(drv)
+    ways = [way for _, way, _ in adds]
+    if "tx" in ways and len(ways) > ways.count("tx") > 0:
+        return [f.site(f"{way}: {what}") for f, way, what in adds]
+    return []
+
+
+def call_chain(drv, start, names, depth=8):
+    """The shortest chain of the driver's functions from START to a call
+    of one of NAMES: [START, ..., call], None if none within DEPTH calls."""
+    seen, chains = {start}, [[start]]
+    for _ in range(depth):
+        longer = []
+        for chain in chains:
+            for f in drv.funcs.get(chain[-1], []):
+                hits = sorted(f.calls & names)
+                if hits:
+                    return chain + hits[:1]
+                for callee in sorted(f.calls & drv.funcs.keys() - seen):
+                    seen.add(callee)
+                    longer.append(chain + [callee])
+        chains = longer
+    return None
+
+
+def readded_on_reconfig(drv):
+    sites = []
+    for op, name in sorted(drv.refs(r"\.(set_channels|set_ringparam)\s*=\s*(\w+)")):
+        added = call_chain(drv, name, NAPI_ADD)
+        if added and call_chain(drv, name, NAPI_DEL):
+            how = " -> ".join([f"{c}()" for c in added[1:-1]] + added[-1:])
+            sites += [f.site(f"{op}: {how}") for f in drv.funcs[name]]
+    return sites
+
+
+def napi_per_queue_collision(drv):
+    return tx_and_rx_napis(drv) + readded_on_reconfig(drv)
+
+
 def set_irq_shared(drv):
     if not any("IRQF_SHARED" in code for code in drv.files.values()):
         return []
@@ -650,6 +771,26 @@ PATTERNS = [
      "napi_consume_skb() with a constant non-zero budget: netpoll's poll "
      "(budget 0, IRQs off) then frees into the NAPI skb cache",
      "literal budgets only; a variable that is never 0 is not seen"),
+    ("tx-napi-plain-add", tx_napi_plain_add,
+     "a NAPI whose poll function is named for TX or XDP (words tx*, *xmit*, "
+     "xdp*, sq, wq) added with plain netif_napi_add()/netif_napi_add_weight(), "
+     "not netif_napi_add_tx(): it has a NAPI ID, and a per-NAPI config "
+     "conversion that gives only the RX NAPIs a slot (ena's XDP TX NAPIs) "
+     "leaves it with a new ID and default settings after every down/up",
+     "by name: a TX poll named otherwise (*_clean, *_complete) is missed, one "
+     "so named that also receives counts; the poll is the argument, what the "
+     "adding function assigns to it or what its callers pass for it"),
+    ("napi-per-queue-collision", napi_per_queue_collision,
+     "several NAPIs per queue index (a TX NAPI added apart from the RX or "
+     "combined ones: mlx4, stmmac, virtio_net, gve), or NAPIs deleted and "
+     "re-added under .set_channels/.set_ringparam: a per-NAPI config "
+     "conversion must give each NAPI its own slot, the same one after the "
+     "re-add",
+     "TX by netif_napi_add_tx*() or by the words of the poll function or "
+     "NAPI member (as tx-napi-plain-add, also sq[i].napi); any other NAPI "
+     "counts as RX; NAPIs of another module of the directory are not "
+     "paired; the re-add is followed up to 8 calls deep through the "
+     "driver's own functions, not through function pointers"),
 ]
 
 
