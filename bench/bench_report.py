@@ -1292,6 +1292,16 @@ def unmeasured(label, why, values=True):
     return "not measured", f"{label}: not measured ({why})"
 
 
+NOT_COUNTS = "a negative or NaN figure is no count"
+
+
+def not_counts(values):
+    """Whether VALUES hold a figure no count can be: counts and their
+    ratios are never negative nor NaN; such a figure comes from a counter
+    that went backwards or a division by nothing."""
+    return any(math.isnan(v) or v < 0 for v in values)
+
+
 def check(label, values, ok, limit, why=None, nd=3, tolerance=None, shown=None, miss_by=None):
     """One criterion judged on every repetition's VALUES: (status, text).
     It passes if every one passes, is missed if none does, unresolved if
@@ -1302,11 +1312,8 @@ def check(label, values, ok, limit, why=None, nd=3, tolerance=None, shown=None, 
     range in the text."""
     if not values or None in values:
         return unmeasured(label, why, values)
-    # Counts and their ratios are never negative nor NaN: such a figure
-    # comes from a counter that went backwards or a division by nothing.
-    if any(math.isnan(v) or v < 0 for v in values):
-        return "broken", (f"{label} {shown or span(values, nd)}: a negative or NaN figure "
-                          "is no count")
+    if not_counts(values):
+        return "broken", (f"{label} {shown or span(values, nd)}: {NOT_COUNTS}")
     passed = [ok(v) for v in values]
     spread = max(values) - min(values)
     wide = tolerance is not None and spread > tolerance and not (
@@ -1319,10 +1326,14 @@ def check(label, values, ok, limit, why=None, nd=3, tolerance=None, shown=None, 
 
 def ratio_refusal(label, values, refs, why, ref_name):
     """Why VALUES / REFS (per repetition) can give no verdict, as a
-    criterion, or None: a figure is missing, or a reference is under
-    MIN_REF per request, too small to divide by (broken, never a pass)."""
+    criterion, or None: a figure is missing, one is no count (negative
+    or NaN), or a reference is under MIN_REF per request, too small to
+    divide by (broken, never a pass)."""
     if not values or not refs or None in values + refs:
         return unmeasured(label, why, values and refs)
+    # min() and max() would compare a NaN away.
+    if not_counts(values + refs):
+        return "broken", f"{label} {span(values)} of {ref_name} {span(refs)}: {NOT_COUNTS}"
     if min(refs) < MIN_REF:
         return "broken", (f"{label}: no ratio, {ref_name} {fmt(min(refs), 3)} per request "
                           f"(< {MIN_REF})")

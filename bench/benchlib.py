@@ -991,6 +991,14 @@ def parse_trace(lines, t0, t1):
             "irq_counts": dict(irq_counts), "net_rx": dict(net_rx)}
 
 
+def missed_note(missed, probe, what):
+    """Why PROBE's events of a window cannot be trusted, or None: it
+    MISSED some WHAT (kprobe_profile nmissed), or how many is unknown."""
+    if missed is None:
+        return f"{probe}'s misses unknown (kprobe_profile unreadable)"
+    return f"{probe} missed {missed} {what} (kprobe_profile nmissed)" if missed else None
+
+
 class TraceProbes:
     """The series' view of the SUT device from tracefs: napi:napi_poll
     events that did work (work > 0) and napi:napi_irq_suspend/resume,
@@ -1019,7 +1027,7 @@ class TraceProbes:
         self.notes = {}
         self.rearm_probe = False
         self.napi_ptr_probe = False
-        self.rearm_missed_at_reset = 0
+        self.missed_at_reset = {}
         self.counting = []
         filters = {"napi_poll": f'dev_name == "{dev_name}" && work > 0',
                    "napi_irq_suspend": f'dev_name == "{dev_name}"',
@@ -1106,18 +1114,31 @@ class TraceProbes:
         return self._add_probe(NAPI_PTR_EVENT, self.NAPI_PTR_PROBE, None, "napi_ids",
                                "no probe pairing NAPI addresses and IDs")
 
-    def rearm_missed(self):
-        """How many returns the re-arm probe missed since it was created
-        (kprobe_profile's nmissed: no free return instance), None if
+    def probe_missed(self, event):
+        """How many hits the kprobe EVENT (REARM_EVENT's or NAPI_PTR_EVENT's
+        name) missed since it was created (kprobe_profile's nmissed: no
+        free return instance, or a probe hit inside another), None if
         unreadable."""
         try:
             for line in self._read("kprobe_profile").splitlines():
                 fields = line.split()
-                if len(fields) == 3 and fields[0] == REARM_EVENT[1]:
+                if len(fields) == 3 and fields[0] == event:
                     return int(fields[2])
         except (OSError, ValueError):
             pass
         return None
+
+    def probe_misses(self):
+        """{event: probe_missed()} of the kprobes in use."""
+        used = ((REARM_EVENT[1], self.rearm_probe), (NAPI_PTR_EVENT[1], self.napi_ptr_probe))
+        return {event: self.probe_missed(event) for event, on in used if on}
+
+    def probes_missed(self):
+        """{event: hits missed since reset(), None if unknown} of the
+        kprobes in use."""
+        before = self.missed_at_reset
+        return {event: None if now is None or before.get(event) is None else now - before[event]
+                for event, now in self.probe_misses().items()}
 
     def _path(self, name):
         return os.path.join(self.TRACING, name)
@@ -1141,8 +1162,7 @@ class TraceProbes:
     def reset(self):
         if self.enabled:
             self._write("trace", "")
-        if self.rearm_probe:
-            self.rearm_missed_at_reset = self.rearm_missed()
+        self.missed_at_reset = self.probe_misses()
 
     def overrun(self):
         """Events lost since the last reset (the buffer wrapped)."""
@@ -1172,19 +1192,21 @@ class TraceProbes:
             notes["polls"] = notes["suspension"] = notes["rearms"] = \
                 f"trace buffer overran ({lost} events lost): raise buffer_size_kb"
             return None, notes
+        missed = self.probes_missed()
         if not self.rearm_probe:
             events["rearms"] = None
         else:
             # A missed return is a re-arm not counted, perhaps one while
             # suspended: no count then, rather than a low one.
-            missed = self.rearm_missed()
-            if missed is None or self.rearm_missed_at_reset is None:
-                events["rearms"] = None
-                notes["rearms"] = "the re-arm probe's misses unknown (kprobe_profile unreadable)"
-            elif missed > self.rearm_missed_at_reset:
-                events["rearms"] = None
-                notes["rearms"] = (f"the re-arm probe missed {missed - self.rearm_missed_at_reset} "
-                                   "returns (kprobe_profile nmissed)")
+            why = missed_note(missed[REARM_EVENT[1]], "the re-arm probe", "returns")
+            if why:
+                events["rearms"], notes["rearms"] = None, why
+        if self.napi_ptr_probe:
+            # A missed address lets a suspension event pair with an older
+            # one on its CPU: no pair is trusted then.
+            why = missed_note(missed[NAPI_PTR_EVENT[1]], "the NAPI address probe", "hits")
+            if why:
+                events["napi_ids"], notes["napi_ids"] = {}, why
         for event, key in (("irq_handler_entry", "irq_counts"), ("softirq_entry", "net_rx")):
             if event not in self.counting:
                 events[key] = None
@@ -1550,9 +1572,13 @@ def peer_window(reads, said):
 def irq_affinity_problem(sut, peer, sut_cpus):
     """Why the SUT's counts on SUT_CPUS are not the SUT device's alone,
     or None: one of its vectors (SUT: {name: effective CPU list}) is
-    delivered elsewhere, or one of the peer's (PEER) on one of them."""
+    delivered elsewhere, or one of the peer's (PEER) on one of them, or
+    a vector's affinity could not be read (None): unknown is no pass."""
     mine = {int(c.removeprefix("cpu")) for c in sut_cpus}
     found = []
+    for side, vectors in (("SUT", sut), ("peer", peer)):
+        found += [f"{side} vector {name}: effective affinity unreadable"
+                  for name, cpus in vectors.items() if not cpus]
     for name, cpus in sut.items():
         if cpus and not set(cpu_numbers(cpus)) <= mine:
             found.append(f"SUT vector {name} on CPU {cpus}, outside the SUT's CPUs")

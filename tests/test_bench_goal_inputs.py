@@ -477,11 +477,50 @@ def test_negative_or_nan_counts_are_broken_not_judged():
     assert bench_report.span([0.0, math.nan]) == "0.000, NaN"
 
 
+def test_a_nan_or_negative_reference_is_no_count():
+    """max() and min() compare a NaN away: a reference repetition with a
+    NaN count must break the ratio, not vanish from it."""
+    points = [mc_point("defer20", 4000, 97, 900, irqs, device="host") | {"rep": rep}
+              for rep, irqs in enumerate((1.0, math.nan))]
+    points += [mc_point("suspend20", 4000, 96, 900, 0.05, device="host", **SUSPENDED)
+               | {"rep": rep} for rep in range(2)]
+    [row] = bench_report.goal_suspension("host", bench_report.mc_points(points))
+    assert row["status"] == "broken", row
+    assert "a negative or NaN figure is no count" in row["result"]
+
+
+def test_an_unreadable_irq_affinity_is_a_problem():
+    assert benchlib.irq_affinity_problem({"eth0-rx-0": None}, {"eth1-rx-0": "2"},
+                                         ["cpu1"]) == \
+        "SUT vector eth0-rx-0: effective affinity unreadable"
+
+
+def test_pairing_probe_misses_drop_the_napi_ids(tmp_path):
+    """A missed napi_irq_ptr hit lets a suspension event take an older
+    address on its CPU: no pair of the window is trusted then."""
+    probes = benchlib.TraceProbes.__new__(benchlib.TraceProbes)
+    probes.TRACING = str(tmp_path)
+    probes.enabled, probes.notes, probes.counting = ["napi_poll"], {}, []
+    probes.rearm_probe = probes.napi_ptr_probe = True
+    (tmp_path / "kprobe_profile").write_text("  napi_rearm     5     0\n"
+                                             "  napi_irq_ptr   7     2\n")
+    probes.reset()
+    (tmp_path / "trace").write_text("\n".join(irq_event(1.2, "suspend", 8193, NAPI_A)
+                                              + [poll(1.5, NAPI_A)]) + "\n")
+    events, notes = probes.window(1.0, 2.0)
+    assert events["napi_ids"] == {NAPI_A: 8193}
+    (tmp_path / "kprobe_profile").write_text("  napi_rearm     9     0\n"
+                                             "  napi_irq_ptr   9     3\n")
+    events, notes = probes.window(1.0, 2.0)
+    assert events["napi_ids"] == {}, events["napi_ids"]
+    assert notes["napi_ids"] == "the NAPI address probe missed 1 hits (kprobe_profile nmissed)"
+
+
 def test_rearm_probe_misses_leave_the_rearms_unmeasured(tmp_path):
     probes = benchlib.TraceProbes.__new__(benchlib.TraceProbes)
     probes.TRACING = str(tmp_path)
     probes.enabled, probes.notes, probes.counting = ["napi_poll"], {}, []
-    probes.rearm_probe = True
+    probes.rearm_probe, probes.napi_ptr_probe = True, False
     (tmp_path / "kprobe_profile").write_text("  napi_rearm     5     2\n")
     probes.reset()
     (tmp_path / "trace").write_text("\n".join([poll(1.5, NAPI_B), rearm(1.5, NAPI_B)]) + "\n")
