@@ -166,6 +166,28 @@ def test_git_revision_reads_the_same(tmp_path, fixture_audit):
     assert results["patterns"] == fixture_audit[1]["patterns"]
 
 
+def test_expect_names_the_patterns_whose_drivers_changed(tmp_path, fixture_audit):
+    """--expect: the check make test makes against the audit that
+    docs/testing.md's table is generated from."""
+    results = json.loads(json.dumps(fixture_audit[1]))  # a copy to change
+    expected = tmp_path / "expected.json"
+    expected.write_text(json.dumps(results))
+    run, _ = audit(tmp_path, "--tree", TREE, "--expect", str(expected), "--name", "fixtures")
+    assert run.returncode == 0, run.stderr
+    patterns = by_id(results)
+    patterns["napi-complete"]["drivers"].append("drivers/net/gone.c")
+    patterns["tx-napi-plain-add"]["drivers"] = []
+    expected.write_text(json.dumps(results))
+    run, fresh = audit(tmp_path, "--tree", TREE, "--expect", str(expected), "--name", "fixtures")
+    assert run.returncode == 3
+    assert run.stderr.splitlines() == [
+        "napi-complete: -drivers/net/gone.c",
+        f"tx-napi-plain-add: +{UNSLOT}",
+        f"napi-audit: the drivers of napi-complete, tx-napi-plain-add differ from {expected}: "
+        "regenerate it and docs/testing.md's table (make docs)"]
+    assert fresh["source"] == "fixtures"
+
+
 def test_exit_status_without_napi_drivers(tmp_path):
     (tmp_path / "drivers").mkdir()
     run, results = audit(tmp_path, "--tree", str(tmp_path))

@@ -22,11 +22,15 @@ matcher splits each file into functions. Every pattern is a heuristic
 one helper are missed, #if branches are all read as code, and the
 order of lock and unlock calls is textual, not control flow.
 
-Usage: napi-audit.py (--tree DIR | --git REPO [--rev REV]) [--json FILE]
+Usage: napi-audit.py (--tree DIR | --git REPO [--rev REV]) [--name NAME]
+                     [--json FILE] [--expect FILE]
 --git reads a revision (the workbench's base tag) without a checkout.
 Prints a table; --json writes one object per pattern (id, description,
-approximate, count, drivers, sites per driver). Exit status: 0 done,
-1 no driver calls napi_enable() (not a kernel tree?), 2 cannot read it.
+approximate, count, drivers, sites per driver). --expect compares the
+drivers of each pattern with those of an earlier --json (the one
+docs/testing.md's table is generated from). Exit status: 0 done,
+1 no driver calls napi_enable() (not a kernel tree?), 2 cannot read it,
+3 the drivers differ from --expect's.
 """
 import argparse
 import json
@@ -844,25 +848,42 @@ def table(results, source, limit):
     return "\n".join(lines)
 
 
+def differences(results, expected):
+    """'id: +added -gone' for each pattern whose drivers are not those of
+    EXPECTED (an earlier --json), also for patterns only one of them has."""
+    before = {p["id"]: set(p["drivers"]) for p in expected["patterns"]}
+    found = []
+    for r in results:
+        now, then = set(r["drivers"]), before.pop(r["id"], set())
+        changes = [f"+{d}" for d in sorted(now - then)] + [f"-{d}" for d in sorted(then - now)]
+        if changes:
+            found.append(f"{r['id']}: {' '.join(changes)}")
+    return found + [f"{pid}: no longer audited" for pid in before]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     src = ap.add_mutually_exclusive_group(required=True)
     src.add_argument("--tree", help="a checked-out kernel tree")
     src.add_argument("--git", metavar="REPO", help="a kernel git repository")
     ap.add_argument("--rev", default="HEAD", help="revision of --git (default HEAD)")
+    ap.add_argument("--name", help="what the output calls the tree (default: its source)")
     ap.add_argument("--json", metavar="FILE", help="write the full results here")
+    ap.add_argument("--expect", metavar="FILE", help="fail if the drivers differ from this --json's")
     ap.add_argument("--max", type=int, default=8, help="drivers listed per pattern")
     args = ap.parse_args()
     if args.tree:
         tree, source = Tree(args.tree), args.tree
     else:
         tree, source = GitTree(args.git, args.rev), f"{args.rev} in {args.git}"
+    source = args.name or source
     try:
         results = audit(tree)
     except OSError as e:
         print(f"napi-audit: cannot read {source}: {e}", file=sys.stderr)
         return 2
-    print(table(results, source, args.max))
+    # Flushed first: the table and the messages may share a file.
+    print(table(results, source, args.max), flush=True)
     if args.json:
         with open(args.json, "w") as fp:
             json.dump({"source": source, "driver": DRIVER, "patterns": results},
@@ -871,6 +892,15 @@ def main():
     if not next(r["count"] for r in results if r["id"] == "napi-enable"):
         print(f"napi-audit: no driver in {source} calls napi_enable()", file=sys.stderr)
         return 1
+    if args.expect:
+        with open(args.expect) as fp:
+            changed = differences(results, json.load(fp))
+        if changed:
+            print("\n".join(changed), file=sys.stderr)
+            print(f"napi-audit: the drivers of {', '.join(c.split(':')[0] for c in changed)} "
+                  f"differ from {args.expect}: regenerate it and docs/testing.md's table "
+                  "(make docs)", file=sys.stderr)
+            return 3
     return 0
 
 
