@@ -2,7 +2,7 @@
 # See README.md.
 WB := workbench
 
-.PHONY: help deps fetch tree export build test test-subsets run bench unit package clean
+.PHONY: help deps fetch tree export build test test-subsets run bench unit package docs clean
 
 help:
 	@echo "make help    - this list"
@@ -17,6 +17,7 @@ help:
 	@echo "make unit    - the workbench's own unit tests"
 	@echo "make bench   - latency and memcached benchmarks (BASELINE=1: also the base)"
 	@echo "make package - Debian packages of the patched kernel (PACKAGE_CONFIG=debian: hours)"
+	@echo "make docs    - audit the base's drivers again, regenerate docs/testing.md's pattern table"
 	@echo "make clean   - remove build/results (every target's results) and the installed selftests"
 
 deps:
@@ -52,6 +53,9 @@ bench:
 
 package:
 	$(WB)/package.sh
+
+docs: fetch
+	$(WB)/report/audit-docs.sh
 
 clean:
 	rm -rf build/results build/ksft

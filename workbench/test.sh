@@ -89,11 +89,13 @@ fi
 # For the report's header: what fetch-base.sh really unpacked.
 base_desc=$(git -C "$SRC" log -1 --format=%s "$(base_tag)" 2>/dev/null | sed 's/^base: //') || base_desc=unknown
 
-# Informational: how the base's drivers use the NAPI API (docs/testing.md,
-# "Driver patterns"). Fails only if the audit cannot run.
+# How the base's drivers use the NAPI API. Fails if the audit cannot run
+# or finds other drivers than docs/napi-audit.json, which docs/testing.md's
+# pattern table is generated from (make docs regenerates both).
 step "NAPI driver-pattern audit of the base"
-if "$TOP/tools/napi-audit.py" --git "$SRC" --rev "$(base_tag)" \
-	--json "$RESULTS/napi-audit.json" >"$RESULTS/napi-audit.txt" 2>&1; then
+if "$TOP/tools/napi-audit.py" --git "$SRC" --rev "$(base_tag)" --name "$(base_tag)" \
+	--json "$RESULTS/napi-audit.json" --expect "$TOP/docs/napi-audit.json" \
+	>"$RESULTS/napi-audit.txt" 2>&1; then
 	add_result "$wb" audit:napi-patterns static pass
 	sed '/^Every count/,$d' "$RESULTS/napi-audit.txt" >&2
 else
