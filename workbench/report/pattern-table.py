@@ -20,6 +20,9 @@ import os
 import re
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import doc_tables  # noqa: E402
+
 TOP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 AUDIT = os.path.join(TOP, "docs", "napi-audit.json")
 PROSE = os.path.join(TOP, "docs", "patterns.tsv")
@@ -98,9 +101,7 @@ def render(audit, prose, marked):
 
 def table_in(text):
     """The part of TEXT between the markers (None if it has none)."""
-    if BEGIN not in text or END not in text:
-        return None
-    return text.split(BEGIN, 1)[1].split(END, 1)[0].lstrip("\n")
+    return doc_tables.table_in(text, BEGIN, END)
 
 
 def doc_table(doc_text, audit_path=AUDIT, prose_path=PROSE):
@@ -110,14 +111,7 @@ def doc_table(doc_text, audit_path=AUDIT, prose_path=PROSE):
 
 def main(argv):
     if argv[1:2] == ["--write"] and len(argv) == 3:
-        with open(argv[2]) as fp:
-            text = fp.read()
-        if table_in(text) is None:
-            sys.exit(f"{argv[2]}: no {BEGIN} ... {END} markers")
-        head, rest = text.split(BEGIN, 1)
-        tail = rest.split(END, 1)[1]
-        with open(argv[2], "w") as fp:
-            fp.write(f"{head}{BEGIN}\n{doc_table(text)}{END}{tail}")
+        doc_tables.write_table(argv[2], BEGIN, END, doc_table)
     elif len(argv) == 1:
         with open(TESTING) as fp:
             sys.stdout.write(doc_table(fp.read()))

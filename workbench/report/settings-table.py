@@ -9,6 +9,9 @@ import csv
 import os
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import doc_tables  # noqa: E402
+
 TOP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 SETTINGS = os.path.join(TOP, "workbench", "data", "settings.tsv")
 BEGIN = "<!-- settings.tsv: begin (workbench/report/settings-table.py --write) -->"
@@ -32,22 +35,13 @@ def render(rows):
 
 def table_in(text):
     """The part of TEXT between the markers (None if it has none)."""
-    if BEGIN not in text or END not in text:
-        return None
-    return text.split(BEGIN, 1)[1].split(END, 1)[0].lstrip("\n")
+    return doc_tables.table_in(text, BEGIN, END)
 
 
 def main(argv):
     table = render(read_settings())
     if argv[1:2] == ["--write"] and len(argv) == 3:
-        with open(argv[2]) as fp:
-            text = fp.read()
-        if table_in(text) is None:
-            sys.exit(f"{argv[2]}: no {BEGIN} ... {END} markers")
-        head, rest = text.split(BEGIN, 1)
-        tail = rest.split(END, 1)[1]
-        with open(argv[2], "w") as fp:
-            fp.write(f"{head}{BEGIN}\n{table}{END}{tail}")
+        doc_tables.write_table(argv[2], BEGIN, END, lambda _: table)
     elif len(argv) == 1:
         sys.stdout.write(table)
     else:
