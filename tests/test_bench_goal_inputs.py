@@ -95,15 +95,22 @@ def test_the_runbook_dry_run_reads_plan_records_as_no_cell(tmp_path):
 
 # --- each kernel's own cells ---------------------------------------------------
 
+def write_runbook_runs(top, base_label):
+    """The runbook's layout: the patched kernel's run with a suspension
+    cell, then the base kernel's with a better defer20 cell, labelled
+    BASE_LABEL."""
+    write_run(top, "run1-patched-host", "patched", mc=[
+        mc_point("defer20", 4000, 97, 900, 1.0, device="host"),
+        mc_point("suspend20", 4000, 96, 900, 0.08, device="host", **SUSPENDED)])
+    write_run(top, "run2-base-host", base_label, mc=[
+        mc_point("defer20", 4000, 97, 900, 0.2, device="host")])
+
+
 def test_runs_of_two_kernels_never_replace_each_others_cells(tmp_path):
     """The runbook's layout: one plan, two kernels. The base kernel's
     defer20 cell must not become the patched kernel's reference."""
     top = str(tmp_path)
-    write_run(top, "run1-patched-host", "patched", mc=[
-        mc_point("defer20", 4000, 97, 900, 1.0, device="host"),
-        mc_point("suspend20", 4000, 96, 900, 0.08, device="host", **SUSPENDED)])
-    write_run(top, "run2-base-host", "base", mc=[
-        mc_point("defer20", 4000, 97, 900, 0.2, device="host")])
+    write_runbook_runs(top, "base")
     _, summary, md = report(top)
     [row] = [g for g in goal_rows(summary, bench_report.GOAL_SUSPEND, "host")
              if g["where"].startswith("suspend20")]
@@ -117,11 +124,7 @@ def test_two_runs_of_one_label_never_replace_each_others_cells(tmp_path):
     say "patched". The base's defer20 cell must not become the patched
     kernel's reference, whatever the label files say."""
     top = str(tmp_path)
-    write_run(top, "run1-patched-host", "patched", mc=[
-        mc_point("defer20", 4000, 97, 900, 1.0, device="host"),
-        mc_point("suspend20", 4000, 96, 900, 0.08, device="host", **SUSPENDED)])
-    write_run(top, "run2-base-host", "patched", mc=[
-        mc_point("defer20", 4000, 97, 900, 0.2, device="host")])
+    write_runbook_runs(top, "patched")
     for name, kernel in (("run1-patched-host", "6.12.0-napi"), ("run2-base-host", "6.12.0")):
         (tmp_path / name / "machine.json").write_text(json.dumps({"kernel": kernel}))
     _, summary, md = report(top)
