@@ -616,7 +616,8 @@ def sum_of(sut, keys):
 
 
 def baseline_rows(base_agg, patched_agg):
-    """Patched / base per cell of the interrupt mode: latency and the SUT
+    """Patched / base per cell of the baseline plan's mode (interrupts,
+    or BENCH_BASELINE_MODE): latency and the SUT
     counts per request (medians), n/a where either side lost more than
     MAX_LOSS; base and patched: both cells, for the goal."""
     rows = []
@@ -669,10 +670,11 @@ def insn_function_difference(functions):
 
 
 def baseline_lines(runs, rows, lines, summary):
-    """Patched vs base, interrupt mode, from the baseline-plan runs."""
+    """Patched vs base, in the baseline-plan runs' mode."""
     if rows is None:
         return
-    lines.append("\n### Cost when off: patched / base, interrupt mode (1.00 = no cost)\n")
+    modes = ", ".join(sorted({row["key"][4] for row in rows}))
+    lines.append(f"\n### Cost when off: patched / base, mode {modes} (1.00 = no cost)\n")
     if any(is_tcg(r) for r in runs if r["plan"] == "baseline"):
         lines.append(f"{TCG_NOTE}\n")
     lines.append("| device | transport | workload | p50 | p99 | SUT polls w/ work/req | "
@@ -682,7 +684,7 @@ def baseline_lines(runs, rows, lines, summary):
     for row in rows:
         key = row["key"]
         summary["baseline"].append({"device": key[0], "transport": key[1], "rate": key[2],
-                                    "delay_us": key[3], "patched_over_base": {
+                                    "delay_us": key[3], "mode": key[4], "patched_over_base": {
                                         k: row[k] for k in ("p50", "p99") + BASELINE_KEYS}})
         lines.append(f"| {key[0]} | {key[1]} | {key[2]}+{key[3]}us | " + " | ".join(
             row[f"{k}_shown"] for k in ("p50", "p99") + BASELINE_KEYS) + " |")
@@ -715,7 +717,9 @@ def insn_function_lines(runs, lines, summary):
                     per[key][fn][run["label"]].append(n)
     if not per:
         return
-    lines.append("\n### NAPI core instructions per request by function, interrupt mode "
+    modes = ", ".join(sorted({c["mode"] for run in runs if run["plan"] == "baseline"
+                              for c in run["rr"] if "mode" in c}))
+    lines.append(f"\n### NAPI core instructions per request by function, mode {modes} "
                  "(QEMU's count on every vCPU: the SUT's and the peer's NAPI core, both the kernel under test; base / patched, medians)\n")
     lines.append("Counted by `bench/qemu-plugin/napi_insn.so` between the tool's window edges; "
                  "a function missing from a kernel's System.map was inlined into its callers "
