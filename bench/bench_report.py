@@ -669,12 +669,18 @@ def insn_function_difference(functions):
             f"{', '.join(sorted(found['patched'] - found['base'])) or '-'}")
 
 
+def baseline_modes(runs):
+    """The modes of the baseline-plan runs' cells, for the headings."""
+    return ", ".join(sorted({c["mode"] for run in runs if run["plan"] == "baseline"
+                             for c in run["rr"] if "mode" in c}))
+
+
 def baseline_lines(runs, rows, lines, summary):
     """Patched vs base, in the baseline-plan runs' mode."""
     if rows is None:
         return
-    modes = ", ".join(sorted({row["key"][4] for row in rows}))
-    lines.append(f"\n### Cost when off: patched / base, mode {modes} (1.00 = no cost)\n")
+    lines.append(f"\n### Cost when off: patched / base, mode {baseline_modes(runs)} "
+                 "(1.00 = no cost)\n")
     if any(is_tcg(r) for r in runs if r["plan"] == "baseline"):
         lines.append(f"{TCG_NOTE}\n")
     lines.append("| device | transport | workload | p50 | p99 | SUT polls w/ work/req | "
@@ -717,9 +723,8 @@ def insn_function_lines(runs, lines, summary):
                     per[key][fn][run["label"]].append(n)
     if not per:
         return
-    modes = ", ".join(sorted({c["mode"] for run in runs if run["plan"] == "baseline"
-                              for c in run["rr"] if "mode" in c}))
-    lines.append(f"\n### NAPI core instructions per request by function, mode {modes} "
+    lines.append("\n### NAPI core instructions per request by function, "
+                 f"mode {baseline_modes(runs)} "
                  "(QEMU's count on every vCPU: the SUT's and the peer's NAPI core, both the kernel under test; base / patched, medians)\n")
     lines.append("Counted by `bench/qemu-plugin/napi_insn.so` between the tool's window edges; "
                  "a function missing from a kernel's System.map was inlined into its callers "
