@@ -728,7 +728,8 @@ def insn_function_lines(runs, lines, summary):
                  "(QEMU's count on every vCPU: the SUT's and the peer's NAPI core, both the kernel under test; base / patched, medians)\n")
     lines.append("Counted by `bench/qemu-plugin/napi_insn.so` between the tool's window edges; "
                  "a function missing from a kernel's System.map was inlined into its callers "
-                 "or does not exist there (`napi_irq_suspension_left` and `napi_complete_done_slow` are the series') "
+                 "or does not exist there (the series' own: "
+                 + ", ".join(f"`{name}`" for name in insn_ranges.SERIES_HELPERS) + ") "
                  "(`insn-symbols.json` of the run).\n")
     lines.append("| device | transport | workload | function | base | patched |")
     lines.append("|---|---|---|---|---|---|")

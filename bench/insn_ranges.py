@@ -29,7 +29,8 @@ NAPI_CORE = ("napi_complete_done", "__napi_poll", "napi_poll", "net_rx_action",
              "____napi_schedule", "napi_watchdog", "busy_poll_stop", "napi_busy_loop",
              "__napi_busy_loop",
              "napi_irq_suspension_left", "napi_complete_done_slow", "napi_gro_flush_normal",
-             "napi_arm_watchdog", "napi_disabled_or_disabling",
+             "napi_arm_watchdog", "napi_disabled_or_disabling", "napi_schedule_prep_slow",
+             "napi_watchdog_slow",
              # Outside the core, where the series adds a test every request
              # passes: virtqueue_napi_complete()'s suspension test (inlined
              # into virtio_net's polls) and ep_poll()'s suspend call.
@@ -39,6 +40,7 @@ NAPI_CORE = ("napi_complete_done", "__napi_poll", "napi_poll", "net_rx_action",
 # left out when the two kernels' sets of counted functions are compared.
 SERIES_HELPERS = ("napi_irq_suspension_left", "napi_complete_done_slow",
                   "napi_gro_flush_normal", "napi_arm_watchdog", "napi_disabled_or_disabling",
+                  "napi_schedule_prep_slow", "napi_watchdog_slow",
                   "ep_suspend_napi_irqs", "ep_resume_napi_irqs")
 MARKER = "__x64_sys_sethostname"
 # What bench/qemu-plugin/napi_insn.c takes: MAX_SYMS ranges, names
