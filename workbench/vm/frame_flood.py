@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
-"""Send ICMP echo requests to a guest NIC through QEMU's UDP socket netdev.
+"""Send ICMP echo requests to a guest NIC through QEMU's datagram netdev.
 
-QEMU's "-netdev socket,udp=HOST:SINK,localaddr=HOST:PORT" carries one
-Ethernet frame per UDP datagram: what is sent to PORT arrives on the NIC,
-what the NIC sends goes to SINK, which this tool drains. The guest
-replies from softirq context, so both its RX and its TX NAPI keep polling
-while its user space is frozen.
+QEMU's "-netdev dgram,local.type=unix,local.path=NIC,remote.type=unix,
+remote.path=SINK" carries one Ethernet frame per datagram: what is sent
+to NIC arrives on the guest's NIC, what the NIC sends goes to SINK, which
+this tool binds and drains. The guest replies from softirq context, so
+both its RX and its TX NAPI keep polling while its user space is frozen.
 
-usage: frame_flood.py PORT SINK GUEST_MAC GUEST_IP [RATE]
+usage: frame_flood.py NIC SINK GUEST_MAC GUEST_IP [RATE]
 """
 
 import socket
@@ -40,17 +40,20 @@ def echo_request(guest_mac: str, guest_ip: str) -> bytes:
 
 
 def main() -> None:
-    port, sink, guest_mac, guest_ip = sys.argv[1:5]
+    nic, sink, guest_mac, guest_ip = sys.argv[1:5]
     rate = int(sys.argv[5]) if len(sys.argv) > 5 else 5000
     frame = echo_request(guest_mac, guest_ip)
-    drain = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    drain.bind(("127.0.0.1", int(sink)))
+    drain = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    drain.bind(sink)
     drain.setblocking(False)
-    out = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    out = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
     batch = max(1, rate // 1000)
     while True:
         for _ in range(batch):
-            out.sendto(frame, ("127.0.0.1", int(port)))
+            try:
+                out.sendto(frame, nic)
+            except (FileNotFoundError, ConnectionRefusedError, BlockingIOError):
+                break  # QEMU not listening yet, or its queue is full
         try:
             while True:
                 drain.recv(2048)
