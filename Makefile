@@ -2,7 +2,7 @@
 # See README.md.
 WB := workbench
 
-.PHONY: help deps fetch tree export build test test-subsets run bench unit package docs clean
+.PHONY: help deps fetch tree export build test test-subsets test-mainline run bench unit package docs clean
 
 help:
 	@echo "make help    - this list"
@@ -11,6 +11,7 @@ help:
 	@echo "make run     - build the patched kernel, boot it, show the demo"
 	@echo "make test    - unit tests, per-patch checks, build, selftests in a VM"
 	@echo "make test-subsets - each subset of the series (up to a topic) built and its tests run"
+	@echo "make test-mainline - the series' bug-finding selftests on a mainline kernel (sid's linux-source)"
 	@echo "make tree    - materialise build/linux: base + one commit per patch"
 	@echo "make export  - regenerate patches/ from build/linux"
 	@echo "make build   - apply the series and build the kernel"
@@ -45,6 +46,9 @@ test:
 test-subsets:
 	$(WB)/test-subsets.sh
 
+test-mainline:
+	$(WB)/test-mainline.sh
+
 run:
 	$(WB)/run.sh
 
@@ -58,4 +62,4 @@ docs: fetch
 	$(WB)/report/audit-docs.sh
 
 clean:
-	rm -rf build/results build/ksft
+	rm -rf build/results build/ksft build/ksft-mainline

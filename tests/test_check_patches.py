@@ -131,7 +131,7 @@ def test_kernel_src_change_reimports(tmp_path):
     shutil.copytree(tmp_path / "linux", other)
     write(other, {"net/c.c": "int c;\n"})
     proc = run(str(top / "workbench" / "prepare-tree.sh"), env=dict(env, KERNEL_SRC=str(other)))
-    assert "importing base from KERNEL_SRC=" + str(other) in proc.stderr
+    assert "importing " + str(other) in proc.stderr
     assert (tmp_path / "cache" / "src" / "net" / "c.c").exists()
 
 

@@ -24,48 +24,9 @@ else
 fi
 # Tag names cannot hold '~' or ':'.
 tag=$(echo "base-$version" | tr '~:' '__')
-
-if [ "$(git -C "$REPO" log -1 --format=%s "refs/tags/$tag" 2>/dev/null)" = "base: $desc" ]; then
-	log "base $tag already in $REPO"
-	exit 0
-fi
-
-unpack=$CACHE/unpack
-rm -rf "$unpack" && mkdir -p "$unpack" "$CACHE/debs"
-
-if [ "$version" = local ]; then
-	log "importing base from KERNEL_SRC=$KERNEL_SRC"
-	rsync -a --exclude=.git "$KERNEL_SRC"/ "$unpack/linux/"
-else
-	deb=$CACHE/debs/${BASE_PKG}_${version}_all.deb
-	if [ ! -f "$deb" ]; then
-		(cd "$CACHE/debs" && apt-get download "$BASE_PKG=$version") ||
-			die "base: $BASE_PKG $version is not in the archive (BASE_VERSION=newest takes the newest, unpinned)"
-		# apt-get download escapes ':' and '~' inconsistently; normalise.
-		[ -f "$deb" ] || mv "$CACHE"/debs/"${BASE_PKG}"_*"${version#*-}"*_all.deb "$deb"
-	fi
-	if [ -n "$sha256" ]; then
-		echo "$sha256  $deb" | sha256sum -c --quiet - || die "base: sha256 mismatch for $deb"
-	fi
-	got=$(dpkg-deb -f "$deb" Version)
-	[ "$got" = "$version" ] || die "base: $deb holds $BASE_PKG $got, not $version"
-	log "unpacking $deb"
-	dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$unpack" ./usr/src/
-	tar -xJf "$unpack/usr/src/$BASE_PKG.tar.xz" -C "$unpack"
-	mv "$unpack/$BASE_PKG" "$unpack/linux"
-fi
-
 # The worktrees of the old repository go with it.
-rm -rf "$REPO" "$CACHE/apply" "$CACHE/src-subset" "$CACHE/apply-subset"
-mv "$unpack/linux" "$REPO"
-rm -rf "$unpack"
-cd "$REPO" || exit
-git init -q -b base
-git config gc.auto 0
-git config core.abbrev 12
-git add -A -f .
-# Fixed dates so the base commit id only depends on the tree's content.
-GIT_AUTHOR_DATE="2000-01-01T00:00:00Z" GIT_COMMITTER_DATE="2000-01-01T00:00:00Z" \
-	git commit -q -m "base: $desc"
-git tag "$tag"
-log "base $tag = $(git rev-parse HEAD)"
+export DROP_WITH_REPO="$CACHE/apply $CACHE/src-subset $CACHE/apply-subset"
+if [ "$version" = local ]; then
+	exec "$TOP/workbench/tree/import-source.sh" "$REPO" "$tag" "$desc" --tree "$KERNEL_SRC"
+fi
+exec "$TOP/workbench/tree/import-source.sh" "$REPO" "$tag" "$desc" "$BASE_PKG" "$version" "$sha256"

@@ -7,12 +7,18 @@ TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BASE_PKG=linux-source-6.12
 BASE_VERSION=${BASE_VERSION:-6.12.117-1~deb12u1}
 BASE_SHA256=${BASE_SHA256:-e849faf31ca3555757f3a8877cb01af92122f744f75d1f3102734651c4e14703}
+# make test-mainline: Debian sid's mainline source, pinned the same way
+# (MAINLINE_VERSION=newest: sid's newest linux-source-N.M, unpinned).
+MAINLINE_VERSION=${MAINLINE_VERSION:-7.2.13-1}
+MAINLINE_SHA256=${MAINLINE_SHA256:-30a8c5fc63f9028a62e6d7b3f7f43bee67425dbce2a05fceba83f9b87c92083d}
+DEBIAN_MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 
 # Expensive state lives outside the checkout so that fresh clones reuse it.
 CACHE=${NAPI_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/napi-series}
 REPO=$CACHE/src         # the base as a git repository (fetch-base.sh)
 SRC=$REPO               # build worktree, checked out at the series tip
 APPLY=$CACHE/apply      # scratch worktree for git am and bisect checks
+MAINLINE_REPO=$CACHE/mainline # make test-mainline's kernel (fetch-mainline.sh)
 # O= build directory and config flavour of the test kernel. The flavours
 # exclude each other: asking for two is an error, not a silent choice.
 flavours=
@@ -41,6 +47,8 @@ else
 	OBJ=${OBJ:-$CACHE/obj} FLAVOUR=debug
 fi
 VENV=$CACHE/venv
+# Seconds a test VM takes to boot and shut down, beside its tests.
+VM_BOOT_TIME=120
 RESULTS=${RESULTS:-$TOP/build/results}
 PATCHES=${PATCHES:-$TOP/patches}
 # The selftests make test installs and runs (test-subsets.sh: a subset's).
@@ -90,6 +98,31 @@ list_entries() {
 	sed -e 's/#.*//' -e 's/[[:space:]]*$//' -e '/^[[:space:]]*$/d' "$1"
 }
 
+# timeout_scale ACCEL FLAVOUR: the factor on the selftests' time limits.
+# KASAN slows the tests three- to fourfold again under TCG (measured
+# against the debug kernel: busy_poll_test 252 s -> 1097 s, napi_config
+# 65 s -> 274 s), so twofold timed a passing busy_poll_test out. KCSAN's
+# watchpoints slow them too; the same factor, not measured apart.
+timeout_scale() {
+	local scale=1
+	[ "$1" = tcg ] && scale=${TCG_TIMEOUT_SCALE:-3}
+	case $2 in
+	kasan | kcsan) scale=$(echo "$scale * ${KASAN_TIMEOUT_SCALE:-4}" | bc) ;;
+	esac
+	echo "$scale"
+}
+
+# plan_entries LIST SCALE [TESTS]: the entries of the selftest list LIST
+# that TESTS selects (comma-separated substrings of TEST@NIC; empty: all),
+# each with its time limit times SCALE: a VM's plan.
+plan_entries() {
+	list_entries "$1" |
+		awk -v scale="$2" -v only="${3:-}" '
+			BEGIN { n = split(only, want, ",") }
+			{ hit = n == 0; for (i = 1; i <= n; i++) hit = hit || index($1 "@" $3, want[i]) }
+			hit { $2 = int($2 * scale + 0.5); print }'
+}
+
 # Patch file names in series order.
 series_patches() {
 	list_entries "$PATCHES/series"
@@ -122,6 +155,22 @@ base_upstream() {
 # The newest version of BASE_PKG the archive has (empty if none).
 newest_base_version() {
 	apt-cache madison "$BASE_PKG" 2>/dev/null | awk 'NR == 1 {print $3}'
+}
+
+# pool_source PKG: the source package whose pool folder holds PKG
+# (linux-source-6.12 is bookworm's linux-6.12, linux-source-7.2 sid's linux).
+pool_source() {
+	case $1 in
+	linux-source-6.12) echo linux-6.12 ;;
+	*) echo linux ;;
+	esac
+}
+
+# newest_mainline: "PKG VERSION" of the newest linux-source-N.M in sid.
+newest_mainline() {
+	curl -fsSL "$DEBIAN_MIRROR/dists/sid/main/binary-all/Packages.xz" | xz -d |
+		awk '/^Package: / {p = $2} /^Version: / && p ~ /^linux-source-[0-9]+\.[0-9]+$/ {print p, $2}' |
+		sort -V -k2 | tail -1
 }
 
 # lost_options CONFIG FRAGMENT...: the options the fragments ask for that

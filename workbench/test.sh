@@ -20,10 +20,10 @@ MAKE_TEST_BUDGET=${MAKE_TEST_BUDGET:-0}
 cuts=()
 [ "${MAKE_TEST_CUTS:-0}" != 0 ] && cuts=(--cuts-allowed)
 # Seconds the steps after the selftests take at most on the 2-core
-# machine, and what a VM takes to boot and shut down. The smoke run's
+# machine. The smoke run's
 # cells took 370 s on a quiet machine, past 420 s on a slow day and
 # 540 s beside other work.
-PACKAGE_CHECK_TIME=300 BENCH_SMOKE_TIME=720 VM_BOOT_TIME=120
+PACKAGE_CHECK_TIME=300 BENCH_SMOKE_TIME=720
 # KASAN and KCSAN slow the smoke run's guest as they slow the selftests
 # (the debug kernel's limit timed the smoke run out under KASAN).
 case $FLAVOUR in
@@ -164,34 +164,17 @@ fi
 
 step "selftests in the VM"
 accel=${VM_ACCEL:-$("$TOP/workbench/vm/vm-accel.sh" "$OBJ/arch/x86/boot/bzImage")}
-scale=1
-[ "$accel" = tcg ] && scale=${TCG_TIMEOUT_SCALE:-3}
-# KASAN slows the tests three- to fourfold again under TCG (measured
-# against the debug kernel: busy_poll_test 252 s -> 1097 s, napi_config
-# 65 s -> 274 s), so twofold timed a passing busy_poll_test out.
-[ "$FLAVOUR" = kasan ] && scale=$(echo "$scale * ${KASAN_TIMEOUT_SCALE:-4}" | bc)
-# KCSAN's watchpoints slow them too; the same factor, not measured apart.
-[ "$FLAVOUR" = kcsan ] && scale=$(echo "$scale * ${KASAN_TIMEOUT_SCALE:-4}" | bc)
 # 6.12's KASAN takes the direct map for wild memory when an interrupt
 # lands while identify_cpu() has cleared the boot CPU's feature bits: its
 # shadow bounds follow X86_FEATURE_LA57, which TCG's "max" CPU offers
 # (a report at boot, "wild-memory-access in do_raw_spin_lock" under
 # handle_edge_irq). 4-level paging keeps the bounds fixed.
 [ "$FLAVOUR" = kasan ] && export VM_APPEND="no5lvl${VM_APPEND:+ $VM_APPEND}"
-# 6.12's selftests relax their timing checks on KSFT_MACHINE_SLOW=yes:
-# emulation and KASAN are such machines.
-slow=no
-{ [ "$accel" = tcg ] || [ "$FLAVOUR" = kasan ] || [ "$FLAVOUR" = kcsan ]; } && slow=yes
 # The plan: the selftests TESTS selects, each with its time limit scaled
 # for the accelerator, split into VM_SHARDS plans for as many VMs run
 # side by side (vm/, vm2/, ...; shard_plan.py says how). Each guest runs
 # its plan, the report reads them all.
-list_entries "$SELFTESTS_LIST" |
-	awk -v only="${TESTS:-}" -v scale="$scale" '
-		BEGIN { n = split(only, want, ",") }
-		{ hit = n == 0; for (i = 1; i <= n; i++) hit = hit || index($1 "@" $3, want[i]) }
-		hit { $2 = int($2 * scale + 0.5); print }' \
-	>"$RESULTS/plan"
+plan_entries "$SELFTESTS_LIST" "$(timeout_scale "$accel" "$FLAVOUR")" "${TESTS:-}" >"$RESULTS/plan"
 shards=${VM_SHARDS:-1}
 vmdirs=()
 for i in $(seq "$shards"); do
@@ -221,22 +204,9 @@ if [ "$MAKE_TEST_BUDGET" = 0 ] || [ "$guest_budget" -ge "$total" ]; then
 fi
 [ "$guest_budget" -lt 0 ] && guest_budget=0 binding=0
 log "the selftests may take ${guest_budget}s (MAKE_TEST_BUDGET=${MAKE_TEST_BUDGET}; the longest plan's limits add up to ${total}s)"
-# run_plan DIR: boot a VM for DIR/plan. Tests on a virtio NIC need 'vng
-# --network loop', on any other NIC a pair of that QEMU model (igb: QEMU
-# 8.0+; deps.sh installs 10 from bookworm-backports). A NIC this QEMU
-# lacks SKIPs its tests, loudly, with the reason.
-run_plan() {
-	local dir=$1 nic
-	awk '$3 == "virtio" {f = 1} END {exit !f}' "$dir/plan" && export VM_NETWORK=loop
-	NIC_WHY=
-	for nic in $(awk '$3 != "" && $3 != "virtio" {print $3}' "$dir/plan" | sort -u); do
-		use_nic "$nic" "the $nic tests SKIP"
-	done
-	VM_ACCEL=$accel "$TOP/workbench/vm/vm.sh" "$OBJ/arch/x86/boot/bzImage" "$dir" $((guest_budget + VM_BOOT_TIME)) \
-		"env GUEST_BUDGET=$binding KSFT_MACHINE_SLOW=$slow NAPI_RECONFIG_LOOPS=${NAPI_RECONFIG_LOOPS:-1} NAPI_RECONFIG_RING_SECONDS=${NAPI_RECONFIG_RING_SECONDS:-30} ${NAPI_RECONFIG_CASES:+NAPI_RECONFIG_CASES=$NAPI_RECONFIG_CASES} SKIP_WHY='$NIC_WHY' BPFTRACE_KERNEL_SOURCE=$SRC BPFTRACE_KERNEL_BUILD=$OBJ $TOP/workbench/vm/guest-run-tests.sh $ksft $dir"
-}
 for dir in "${vmdirs[@]}"; do
-	[ -s "$dir/plan" ] && (run_plan "$dir" || true) &
+	[ -s "$dir/plan" ] && (VM_ACCEL=$accel GUEST_BUDGET=$binding "$TOP/workbench/vm/run-plan.sh" \
+		"$OBJ/arch/x86/boot/bzImage" "$ksft" "$dir" $((guest_budget + VM_BOOT_TIME)) || true) &
 done
 wait
 

@@ -1,10 +1,11 @@
 #!/bin/bash
 # Generate the kernel .config in an O= directory:
 #   virtme-ng minimal VM config + selftest fragments + config/*.config.
-# usage: configure.sh SRC OBJ [debug|nodebug|bisect|kasan|rt|kcsan|up|subset]
+# usage: configure.sh SRC OBJ [debug|nodebug|bisect|kasan|rt|kcsan|up|subset|mainline|mainline-kasan]
 # subset: the debug kernel of a tree that carries only a prefix of the
-# series; options its Kconfig does not define (the test tooling's) are
-# not asked for.
+# series; mainline: the debug kernel of a mainline tree (make
+# test-mainline). Options their Kconfig does not define (the test
+# tooling's, or one mainline renamed) are not asked for.
 . "$(dirname "$0")/../lib.sh"
 src=$1 obj=$2 flavour=${3:-debug}
 export PATH=$VENV/bin:$PATH
@@ -21,6 +22,8 @@ fragments=(
 )
 case $flavour in
 debug | subset) ;;
+mainline) fragments+=("$TOP/config/mainline.config") ;;
+mainline-kasan) fragments+=("$TOP/config/kasan.config" "$TOP/config/mainline.config") ;;
 nodebug) fragments+=("$TOP/config/nodebug.config") ;;
 bisect) fragments+=("$TOP/config/bisect.config") ;;
 kasan) fragments+=("$TOP/config/kasan.config") ;;
@@ -59,6 +62,7 @@ checked=("$TOP/config/series.config" "$TOP/config/debug.config")
 [ "$flavour" = rt ] && checked+=("$TOP/config/rt.config")
 [ "$flavour" = up ] && checked+=("$TOP/config/up.config")
 [ "$flavour" = kcsan ] && checked=("$TOP/config/series.config" "$TOP/config/kcsan.config")
+[ "$flavour" = mainline-kasan ] && checked=("$TOP/config/series.config" "$TOP/config/kasan.config")
 lost=$(lost_options "$obj/.config" "${checked[@]}")
 if [ "$flavour" = nodebug ]; then
 	# Except what debug.config asks for and nodebug.config overrides.
@@ -68,7 +72,13 @@ if [ "$flavour" = nodebug ]; then
 	# ... but nodebug.config's own values must hold.
 	lost+=$(lost_options "$obj/.config" "$TOP/config/nodebug.config")
 fi
-if [ "$flavour" = subset ]; then
+if [ "${flavour%-kasan}" = mainline ]; then
+	# What mainline.config restates in mainline's terms, it must hold.
+	lost=$(grep -v -F -f <(sed -n 's/^\(CONFIG_[A-Za-z0-9_]*=\).*/wanted \1/p' "$TOP/config/mainline.config") \
+		<<<"$lost" || true)
+	lost+=$(lost_options "$obj/.config" "$TOP/config/mainline.config")
+fi
+if [ "$flavour" = subset ] || [ "${flavour%-kasan}" = mainline ]; then
 	lost=$(while IFS= read -r line; do
 		opt=$(sed -n 's/^config: wanted CONFIG_\([A-Za-z0-9_]*\)[= ].*/\1/p' <<<"$line")
 		[ -z "$opt" ] || grep -rqx "config $opt" --include='Kconfig*' "$src" || continue

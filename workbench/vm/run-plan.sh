@@ -1,0 +1,26 @@
+#!/bin/bash
+# Boot a VM that runs the selftest plan DIR/plan (plan_entries' lines)
+# from the installed selftests KSFT, with the NICs the plan names, for at
+# most LIMIT seconds. Results go to DIR (guest-run-tests.sh).
+# usage: run-plan.sh KERNEL KSFT DIR LIMIT
+# Environment: VM_ACCEL (the accelerator, asked once by the caller),
+# GUEST_BUDGET (seconds the guest may start tests for; empty: no check),
+# KERNEL_SRC_TREE and KERNEL_OBJ (the kernel's source and build, for
+# bpftrace), and the tests' own NAPI_RECONFIG_* settings.
+. "$(dirname "$0")/../lib.sh"
+kernel=$1 ksft=$2 dir=$3 limit=$4
+# A test on a virtio NIC needs 'vng --network loop', on any other NIC a
+# pair of that QEMU model (igb: QEMU 8.0+; deps.sh installs 10 from
+# bookworm-backports). A NIC this QEMU lacks SKIPs its tests, loudly,
+# with the reason.
+awk '$3 == "virtio" {f = 1} END {exit !f}' "$dir/plan" && export VM_NETWORK=loop
+NIC_WHY=
+for nic in $(awk '$3 != "" && $3 != "virtio" {print $3}' "$dir/plan" | sort -u); do
+	use_nic "$nic" "the $nic tests SKIP"
+done
+slow=no
+# 6.12's selftests relax their timing checks on KSFT_MACHINE_SLOW=yes:
+# emulation and KASAN are such machines.
+{ [ "$VM_ACCEL" = tcg ] || [ "$FLAVOUR" = kasan ] || [ "$FLAVOUR" = kcsan ]; } && slow=yes
+exec "$TOP/workbench/vm/vm.sh" "$kernel" "$dir" "$limit" \
+	"env GUEST_BUDGET=${GUEST_BUDGET:-} KSFT_MACHINE_SLOW=$slow NAPI_RECONFIG_LOOPS=${NAPI_RECONFIG_LOOPS:-1} NAPI_RECONFIG_RING_SECONDS=${NAPI_RECONFIG_RING_SECONDS:-30} ${NAPI_RECONFIG_CASES:+NAPI_RECONFIG_CASES=$NAPI_RECONFIG_CASES} SKIP_WHY='$NIC_WHY' BPFTRACE_KERNEL_SOURCE=${KERNEL_SRC_TREE:-$SRC} BPFTRACE_KERNEL_BUILD=${KERNEL_OBJ:-$OBJ} $TOP/workbench/vm/guest-run-tests.sh $ksft $dir"
