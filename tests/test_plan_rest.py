@@ -1,10 +1,10 @@
-"""workbench/vm/plan_rest.py: after a VM died, the entries still to run."""
+"""workbench/vm/plan-rest.py: after a VM died, the entries still to run."""
 import json
 import subprocess
 import sys
 from pathlib import Path
 
-SCRIPT = Path(__file__).parent.parent / "workbench" / "vm" / "plan_rest.py"
+SCRIPT = Path(__file__).parent.parent / "workbench" / "vm" / "plan-rest.py"
 PLAN = ["drivers/net:late_irq.py 360 e1000e", "drivers/net:napi_reconfig.py 990 e1000e X=1",
         "drivers/net:late_irq.py 360 virtio", "net:napi_config.py 360"]
 

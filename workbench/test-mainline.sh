@@ -8,7 +8,9 @@
 # after it run in the next VM (vm2/, ...). Results and report in
 # RESULTS/mainline; the expected failures, with their cause, are in
 # workbench/data/mainline-known-failures.txt. TESTS selects entries as in
-# make test.
+# make test. MAINLINE_FIXES=1: the same kernel with the fixes in upstream/
+# applied (results in RESULTS/mainline[-kasan]-fixed; the same build directory,
+# so only what they change is rebuilt).
 . "$(dirname "$0")/lib.sh"
 case $FLAVOUR in
 debug) flavour=mainline ;;
@@ -17,7 +19,11 @@ kasan) flavour=mainline-kasan ;;
 esac
 obj=$CACHE/obj-$flavour
 ksft=$TOP/build/ksft-mainline
-export RESULTS=$RESULTS/mainline
+fixes=${MAINLINE_FIXES:-0}
+# build/results/mainline, mainline-kasan, mainline-fixed, mainline-kasan-fixed
+RESULTS=$RESULTS/$flavour
+[ "$fixes" = 0 ] || RESULTS+=-fixed
+export RESULTS
 rm -rf "$RESULTS"
 mkdir -p "$RESULTS"
 
@@ -25,6 +31,15 @@ mkdir -p "$RESULTS"
 # The selftests come from the series' tree, the kernel from mainline's.
 "$TOP/workbench/prepare-tree.sh" >"$RESULTS/apply.log" 2>&1 || die "the series' tree: see $RESULTS/apply.log"
 "$TOP/workbench/tree/fetch-mainline.sh"
+if [ "$fixes" = 0 ]; then
+	git -C "$MAINLINE_REPO" checkout -q -f base
+else
+	git -C "$MAINLINE_REPO" checkout -q -f --detach base
+	upstream_fixes=("$TOP"/upstream/[0-9][0-9][0-9][0-9]-*.patch)
+	# The cover letter (0000-) carries no change.
+	git -C "$MAINLINE_REPO" am -q "${upstream_fixes[@]:1}" ||
+		die "upstream/ does not apply to $(git -C "$MAINLINE_REPO" log -1 --format=%s base)"
+fi
 # The config fragments of the tests that run: the series' tree's.
 FRAGMENTS_FROM=$SRC "$TOP/workbench/build.sh" "$MAINLINE_REPO" "$obj" "$flavour"
 cp "$obj/build.log" "$RESULTS/kernel-build.log"
@@ -42,7 +57,7 @@ while [ -s "$rest" ]; do
 	log "VM $n: $(wc -l <"$dir/plan") entries"
 	VM_ACCEL=$accel KERNEL_SRC_TREE=$MAINLINE_REPO KERNEL_OBJ=$obj \
 		"$TOP/workbench/vm/run-plan.sh" "$kernel" "$ksft" "$dir" "$limit" || true
-	"$TOP/workbench/vm/plan_rest.py" "$dir" >"$RESULTS/rest" || break
+	"$TOP/workbench/vm/plan-rest.py" "$dir" >"$RESULTS/rest" || break
 	rest=$RESULTS/rest n=$((n + 1))
 done
 rm -f "$RESULTS/rest"
