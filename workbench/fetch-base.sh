@@ -22,11 +22,11 @@ else
 	fi
 	desc="Debian $BASE_PKG $version"
 fi
-# Tag names cannot hold '~' or ':'.
-tag=$(echo "base-$version" | tr '~:' '__')
+tag=$(tag_name base "$version")
 # The worktrees of the old repository go with it.
-export DROP_WITH_REPO="$CACHE/apply $CACHE/src-subset $CACHE/apply-subset"
+import=("$TOP/workbench/tree/import-source.sh" --drop "$CACHE/apply" --drop "$CACHE/src-subset"
+	--drop "$CACHE/apply-subset" "$REPO" "$tag" "$desc")
 if [ "$version" = local ]; then
-	exec "$TOP/workbench/tree/import-source.sh" "$REPO" "$tag" "$desc" --tree "$KERNEL_SRC"
+	exec "${import[@]}" --tree "$KERNEL_SRC"
 fi
-exec "$TOP/workbench/tree/import-source.sh" "$REPO" "$tag" "$desc" "$BASE_PKG" "$version" "$sha256"
+MISSING_HINT="BASE_VERSION=newest takes the newest, unpinned" exec "${import[@]}" "$BASE_PKG" "$version" "$sha256"

@@ -157,13 +157,10 @@ newest_base_version() {
 	apt-cache madison "$BASE_PKG" 2>/dev/null | awk 'NR == 1 {print $3}'
 }
 
-# pool_source PKG: the source package whose pool folder holds PKG
-# (linux-source-6.12 is bookworm's linux-6.12, linux-source-7.2 sid's linux).
-pool_source() {
-	case $1 in
-	linux-source-6.12) echo linux-6.12 ;;
-	*) echo linux ;;
-	esac
+# tag_name PREFIX VERSION: a git tag for a Debian version (tags cannot
+# hold '~' or ':').
+tag_name() {
+	echo "$1-$2" | tr '~:' '__'
 }
 
 # newest_mainline: "PKG VERSION" of the newest linux-source-N.M in sid.

@@ -31,14 +31,20 @@ mkdir -p "$RESULTS"
 # The selftests come from the series' tree, the kernel from mainline's.
 "$TOP/workbench/prepare-tree.sh" >"$RESULTS/apply.log" 2>&1 || die "the series' tree: see $RESULTS/apply.log"
 "$TOP/workbench/tree/fetch-mainline.sh"
-if [ "$fixes" = 0 ]; then
-	git -C "$MAINLINE_REPO" checkout -q -f base
-else
-	git -C "$MAINLINE_REPO" checkout -q -f --detach base
-	upstream_fixes=("$TOP"/upstream/[0-9][0-9][0-9][0-9]-*.patch)
-	# The cover letter (0000-) carries no change.
-	git -C "$MAINLINE_REPO" am -q "${upstream_fixes[@]:1}" ||
+# A run stopped in the middle of applying upstream/ left its git am.
+git -C "$MAINLINE_REPO" am --abort 2>/dev/null || true
+git -C "$MAINLINE_REPO" checkout -q -f base
+if [ "$fixes" != 0 ]; then
+	upstream_fixes=()
+	for patch in "$TOP"/upstream/[0-9][0-9][0-9][0-9]-*.patch; do
+		[ "$(basename "$patch")" = 0000-cover-letter.patch ] || upstream_fixes+=("$patch")
+	done
+	[ ${#upstream_fixes[@]} != 0 ] || die "MAINLINE_FIXES=1: no fixes in upstream/"
+	git -C "$MAINLINE_REPO" checkout -q --detach base
+	if ! git -C "$MAINLINE_REPO" am -q "${upstream_fixes[@]}"; then
+		git -C "$MAINLINE_REPO" am --abort
 		die "upstream/ does not apply to $(git -C "$MAINLINE_REPO" log -1 --format=%s base)"
+	fi
 fi
 # The config fragments of the tests that run: the series' tree's.
 FRAGMENTS_FROM=$SRC "$TOP/workbench/build.sh" "$MAINLINE_REPO" "$obj" "$flavour"
@@ -53,10 +59,12 @@ while [ -s "$rest" ]; do
 	dir=$RESULTS/vm$([ "$n" = 1 ] || echo "$n")
 	mkdir -p "$dir"
 	cp "$rest" "$dir/plan"
-	limit=$(awk -v boot="$VM_BOOT_TIME" '{s += $2} END {print s + boot}' "$dir/plan")
+	# Each entry's limit, and what the guest spends around it (udev,
+	# the NIC pair's set-up), so that a slow VM is not taken for a hung one.
+	limit=$(awk -v boot="$VM_BOOT_TIME" '{s += $2 + 100} END {print s + boot}' "$dir/plan")
 	log "VM $n: $(wc -l <"$dir/plan") entries"
-	VM_ACCEL=$accel KERNEL_SRC_TREE=$MAINLINE_REPO KERNEL_OBJ=$obj \
-		"$TOP/workbench/vm/run-plan.sh" "$kernel" "$ksft" "$dir" "$limit" || true
+	VM_ACCEL=$accel "$TOP/workbench/vm/run-plan.sh" "$kernel" "$ksft" "$dir" "$limit" \
+		"$MAINLINE_REPO" "$obj" || true
 	"$TOP/workbench/vm/plan-rest.py" "$dir" >"$RESULTS/rest" || break
 	rest=$RESULTS/rest n=$((n + 1))
 done
@@ -64,4 +72,5 @@ rm -f "$RESULTS/rest"
 
 python3 "$TOP/workbench/report/make-test-report.py" --results "$RESULTS" --tree "$MAINLINE_REPO" \
 	--known-failures "$TOP/workbench/data/mainline-known-failures.txt" \
-	--base "$(git -C "$MAINLINE_REPO" log -1 --format=%s | sed 's/^base: //')"
+	--base "$(git -C "$MAINLINE_REPO" log -1 --format=%s base | sed 's/^base: //')$([ "$fixes" = 0 ] ||
+		echo ", with upstream/'s fixes")"

@@ -20,9 +20,8 @@ MAKE_TEST_BUDGET=${MAKE_TEST_BUDGET:-0}
 cuts=()
 [ "${MAKE_TEST_CUTS:-0}" != 0 ] && cuts=(--cuts-allowed)
 # Seconds the steps after the selftests take at most on the 2-core
-# machine. The smoke run's
-# cells took 370 s on a quiet machine, past 420 s on a slow day and
-# 540 s beside other work.
+# machine. The smoke run's cells took 370 s on a quiet machine, past
+# 420 s on a slow day and 540 s beside other work.
 PACKAGE_CHECK_TIME=300 BENCH_SMOKE_TIME=720
 # KASAN and KCSAN slow the smoke run's guest as they slow the selftests
 # (the debug kernel's limit timed the smoke run out under KASAN).
@@ -164,12 +163,6 @@ fi
 
 step "selftests in the VM"
 accel=${VM_ACCEL:-$("$TOP/workbench/vm/vm-accel.sh" "$OBJ/arch/x86/boot/bzImage")}
-# 6.12's KASAN takes the direct map for wild memory when an interrupt
-# lands while identify_cpu() has cleared the boot CPU's feature bits: its
-# shadow bounds follow X86_FEATURE_LA57, which TCG's "max" CPU offers
-# (a report at boot, "wild-memory-access in do_raw_spin_lock" under
-# handle_edge_irq). 4-level paging keeps the bounds fixed.
-[ "$FLAVOUR" = kasan ] && export VM_APPEND="no5lvl${VM_APPEND:+ $VM_APPEND}"
 # The plan: the selftests TESTS selects, each with its time limit scaled
 # for the accelerator, split into VM_SHARDS plans for as many VMs run
 # side by side (vm/, vm2/, ...; shard_plan.py says how). Each guest runs
@@ -206,7 +199,7 @@ fi
 log "the selftests may take ${guest_budget}s (MAKE_TEST_BUDGET=${MAKE_TEST_BUDGET}; the longest plan's limits add up to ${total}s)"
 for dir in "${vmdirs[@]}"; do
 	[ -s "$dir/plan" ] && (VM_ACCEL=$accel GUEST_BUDGET=$binding "$TOP/workbench/vm/run-plan.sh" \
-		"$OBJ/arch/x86/boot/bzImage" "$ksft" "$dir" $((guest_budget + VM_BOOT_TIME)) || true) &
+		"$OBJ/arch/x86/boot/bzImage" "$ksft" "$dir" $((guest_budget + VM_BOOT_TIME)) "$SRC" "$OBJ" || true) &
 done
 wait
 

@@ -58,11 +58,10 @@ make -s -C "$src" O="$obj" olddefconfig >"$obj/.config.olddefconfig.log" 2>&1 ||
 checked=("$TOP/config/series.config" "$TOP/config/debug.config")
 # The bisect tree only needs what it compiles, modules included.
 [ "$flavour" = bisect ] && checked=("$TOP/config/bisect.config")
-[ "$flavour" = kasan ] && checked=("$TOP/config/series.config" "$TOP/config/kasan.config")
+case $flavour in kasan | mainline-kasan) checked=("$TOP/config/series.config" "$TOP/config/kasan.config") ;; esac
 [ "$flavour" = rt ] && checked+=("$TOP/config/rt.config")
 [ "$flavour" = up ] && checked+=("$TOP/config/up.config")
 [ "$flavour" = kcsan ] && checked=("$TOP/config/series.config" "$TOP/config/kcsan.config")
-[ "$flavour" = mainline-kasan ] && checked=("$TOP/config/series.config" "$TOP/config/kasan.config")
 lost=$(lost_options "$obj/.config" "${checked[@]}")
 if [ "$flavour" = nodebug ]; then
 	# Except what debug.config asks for and nodebug.config overrides.

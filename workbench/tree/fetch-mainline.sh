@@ -13,6 +13,7 @@ else
 	# 7.2.13-1 is linux-source-7.2.
 	pkg=linux-source-$(echo "$version" | cut -d. -f1-2)
 fi
-tag=$(echo "mainline-$version" | tr '~:' '__')
-exec "$TOP/workbench/tree/import-source.sh" "$MAINLINE_REPO" "$tag" "Debian $pkg $version" \
-	"$pkg" "$version" "$sha256"
+# Sid's pool drops a version soon after the next one arrives.
+MISSING_HINT="MAINLINE_VERSION=newest takes sid's newest, unpinned" \
+	exec "$TOP/workbench/tree/import-source.sh" --pool "$MAINLINE_REPO" "$(tag_name mainline "$version")" \
+	"Debian $pkg $version" "$pkg" "$version" "$sha256"

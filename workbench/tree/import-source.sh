@@ -1,15 +1,23 @@
 #!/bin/bash
 # Import a Debian linux-source package as a git repository with one
 # deterministic commit, "base: DESC", tagged TAG.
-# usage: import-source.sh REPO TAG DESC PKG VERSION SHA256
-#        import-source.sh REPO TAG DESC --tree DIR
-# The .deb comes from the archive through apt, or, for a suite this
-# host's apt does not list (sid's mainline source for make
-# test-mainline), from the archive's pool. An empty SHA256 is not checked
-# (an unpinned "newest"). A repository already at TAG with DESC is kept;
-# otherwise it is replaced, and with it the directories in DROP_WITH_REPO
-# (its worktrees).
+# usage: import-source.sh [--drop DIR]... [--pool] REPO TAG DESC PKG VERSION SHA256
+#        import-source.sh [--drop DIR]... REPO TAG DESC --tree DIR
+# The .deb comes from the archive through apt; with --pool, when this
+# host's apt sources do not list its suite (sid's mainline source for
+# make test-mainline), from the archive's pool. An empty SHA256 is not
+# checked (an unpinned "newest"). A repository already at TAG with DESC
+# is kept; otherwise it is replaced, and with it each --drop DIR (its
+# worktrees). MISSING_HINT: what to say when the version is gone.
 . "$(dirname "$0")/../lib.sh"
+drop=() pool=0
+while :; do
+	case $1 in
+	--drop) drop+=("$2") && shift 2 ;;
+	--pool) pool=1 && shift ;;
+	*) break ;;
+	esac
+done
 repo=$1 tag=$2 desc=$3
 shift 3
 
@@ -26,13 +34,17 @@ else
 	pkg=$1 version=$2 sha256=$3
 	deb=$CACHE/debs/${pkg}_${version}_all.deb
 	if [ ! -f "$deb" ]; then
-		if ! (cd "$CACHE/debs" && apt-get download "$pkg=$version") 2>/dev/null; then
+		if [ "$pool" = 1 ]; then
 			# Debian's pool keeps a source package's binaries under its
-			# source name: linux for sid's, linux-6.12 for bookworm's.
-			url=$DEBIAN_MIRROR/pool/main/l/$(pool_source "$pkg")/${pkg}_${version/*:/}_all.deb
-			log "$pkg $version is not in this host's apt sources: $url"
-			curl -fsSL -o "$deb.part" "$url" || die "$pkg $version is not in the archive (nor at $url)"
+			# source name: linux for sid's.
+			url=$DEBIAN_MIRROR/pool/main/l/linux/${pkg}_${version/*:/}_all.deb
+			log "downloading $url"
+			curl -fsSL -o "$deb.part" "$url" ||
+				die "$pkg $version is not in the archive ($url)${MISSING_HINT:+; $MISSING_HINT}"
 			mv "$deb.part" "$deb"
+		else
+			(cd "$CACHE/debs" && apt-get download "$pkg=$version") ||
+				die "$pkg $version is not in the archive${MISSING_HINT:+ ($MISSING_HINT)}"
 		fi
 		# apt-get download escapes ':' and '~' inconsistently; normalise.
 		[ -f "$deb" ] || mv "$CACHE"/debs/"${pkg}"_*"${version#*-}"*_all.deb "$deb"
@@ -48,8 +60,7 @@ else
 	mv "$unpack/$pkg" "$unpack/linux"
 fi
 
-# shellcheck disable=SC2086 # a list of directories
-rm -rf "$repo" ${DROP_WITH_REPO:-}
+rm -rf "$repo" "${drop[@]}"
 mv "$unpack/linux" "$repo"
 rm -rf "$unpack"
 cd "$repo" || exit

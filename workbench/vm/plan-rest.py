@@ -2,9 +2,13 @@
 """After a VM ran DIR/plan: print the entries it never reached (a kernel
 crash or a hang ended it early) and cut DIR/plan to those it ran or died
 in, so that the report counts each entry once, in the VM that tried it.
+The guest runs the plan in order and writes a result line per entry, so
+the entries tried are the first as many as there are result lines, and
+the next one if the VM died in it: current-test names it, or, when the
+VM died between two tests (setting up the next NIC), nobody does and
+it is named here, so that the report blames the entry it died before.
 Exit 1 if the VM tried none (it did not boot or died before its first
-test): booting again would go no further. usage: plan_rest.py DIR"""
-import json
+test): booting again would go no further. usage: plan-rest.py DIR"""
 import os
 import sys
 
@@ -14,25 +18,28 @@ def entry_id(line):
     return fields[0] + (f"@{fields[2]}" if len(fields) > 2 else "")
 
 
+def read(path):
+    with open(path) as fp:
+        return fp.read()
+
+
 def main(vmdir):
-    with open(os.path.join(vmdir, "plan")) as fp:
-        plan = [line for line in fp.read().splitlines() if line.strip()]
-    tried = set()
+    plan = [line for line in read(os.path.join(vmdir, "plan")).splitlines() if line.strip()]
     results = os.path.join(vmdir, "guest-results.jsonl")
-    if os.path.exists(results):
-        with open(results) as fp:
-            tried |= {json.loads(line)["test"] for line in fp if line.strip()}
-    current = os.path.join(vmdir, "current-test")
-    if os.path.exists(current):
-        with open(current) as fp:
-            tried.add(fp.read().strip())
-    ran = [line for line in plan if entry_id(line) in tried]
-    if not ran:
+    done = len(read(results).splitlines()) if os.path.exists(results) else 0
+    tried = done
+    if done < len(plan) and not os.path.exists(os.path.join(vmdir, "guest-finished")):
+        current = os.path.join(vmdir, "current-test")
+        if done or os.path.exists(current):
+            # It died in the next entry or before it: that entry's failure.
+            with open(current, "w") as fp:
+                fp.write(entry_id(plan[done]) + "\n")
+            tried = done + 1
+    if not tried:
         return 1
-    last = plan.index(ran[-1])
     with open(os.path.join(vmdir, "plan"), "w") as fp:
-        fp.write("".join(f"{line}\n" for line in plan[:last + 1]))
-    sys.stdout.write("".join(f"{line}\n" for line in plan[last + 1:]))
+        fp.write("".join(f"{line}\n" for line in plan[:tried]))
+    sys.stdout.write("".join(f"{line}\n" for line in plan[tried:]))
     return 0
 
 
