@@ -63,20 +63,18 @@ case $flavour in kasan | mainline-kasan) checked=("$TOP/config/series.config" "$
 [ "$flavour" = up ] && checked+=("$TOP/config/up.config")
 [ "$flavour" = kcsan ] && checked=("$TOP/config/series.config" "$TOP/config/kcsan.config")
 lost=$(lost_options "$obj/.config" "${checked[@]}")
-if [ "$flavour" = nodebug ]; then
-	# Except what debug.config asks for and nodebug.config overrides.
-	lost=$(grep -v -F -f <(sed -n -e 's/^# \(CONFIG_[A-Za-z0-9_]*\) is not set.*/wanted \1=/p' \
-		-e 's/^\(CONFIG_[A-Za-z0-9_]*=\).*/wanted \1/p' "$TOP/config/nodebug.config") \
-		<<<"$lost" || true)
-	# ... but nodebug.config's own values must hold.
-	lost+=$(lost_options "$obj/.config" "$TOP/config/nodebug.config")
-fi
-if [ "${flavour%-kasan}" = mainline ]; then
-	# What mainline.config restates in mainline's terms, it must hold.
-	lost=$(grep -v -F -f <(sed -n 's/^\(CONFIG_[A-Za-z0-9_]*=\).*/wanted \1/p' "$TOP/config/mainline.config") \
-		<<<"$lost" || true)
-	lost+=$(lost_options "$obj/.config" "$TOP/config/mainline.config")
-fi
+# overridden_by FRAGMENT: LOST without the options FRAGMENT sets
+# otherwise than the checked fragments ask, plus those of FRAGMENT's own
+# values that did not hold.
+overridden_by() {
+	grep -v -F -f <(sed -n -e 's/^# \(CONFIG_[A-Za-z0-9_]*\) is not set.*/wanted \1=/p' \
+		-e 's/^\(CONFIG_[A-Za-z0-9_]*=\).*/wanted \1/p' "$1") <<<"$lost" || true
+	lost_options "$obj/.config" "$1"
+}
+# Except what debug.config asks for and nodebug.config overrides, or
+# mainline.config restates in mainline's terms.
+[ "$flavour" = nodebug ] && lost=$(overridden_by "$TOP/config/nodebug.config")
+[ "${flavour%-kasan}" = mainline ] && lost=$(overridden_by "$TOP/config/mainline.config")
 if [ "$flavour" = subset ] || [ "${flavour%-kasan}" = mainline ]; then
 	lost=$(while IFS= read -r line; do
 		opt=$(sed -n 's/^config: wanted CONFIG_\([A-Za-z0-9_]*\)[= ].*/\1/p' <<<"$line")
