@@ -177,3 +177,24 @@ def test_series_on_the_newest_archive_version(tmp_path):
     res = json.loads(out.read_text())[0]
     assert res["name"] == "series:apply:newest-6.12.1001-1" and res["status"] == "fail"
     assert res["reason"] == "patch does not apply: 03-three/0001-net-old-keeps-its-warning.patch"
+
+
+def test_newest_tree_grows_with_the_files_the_series_touches(tmp_path):
+    """The newest version's files, unpacked once for a series, are unpacked
+    again when the series later touches a file they lack."""
+    top, env = toy_series(tmp_path, SERIES[2:3])
+    run(str(top / "workbench" / "prepare-tree.sh"), env=env)
+    check = str(top / "workbench" / "checks" / "check-newest.sh")
+    out = tmp_path / "newest.json"
+    archive = fake_archive(tmp_path, env, "6.12.1000-1", {})
+    run(check, str(out), env=archive)
+    assert json.loads(out.read_text())[0]["status"] == "pass"
+
+    dev = tmp_path / "dev"
+    write(dev, {"net/a.c": "int a;\nint a2;\n"})
+    git(dev, "commit", "-q", "-a", "-s", "-m", "net: add a2\n\nBecause.", env=env)
+    mark_topics(dev, [("01-one", 1), ("02-two", 2)], env)
+    run(str(top / "workbench" / "export.sh"), str(dev), env=env)
+    run(str(top / "workbench" / "prepare-tree.sh"), env=env)
+    proc = subprocess.run([check, str(out)], env=archive, capture_output=True, text=True)
+    assert json.loads(out.read_text())[0]["status"] == "pass", proc.stderr

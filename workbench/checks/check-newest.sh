@@ -26,15 +26,18 @@ if [ "$tested" = "base: Debian $BASE_PKG $newest" ]; then
 fi
 
 tree=$CACHE/newest/$newest
-if [ ! -d "$tree/.git" ]; then
+# Only what the series touches; files it creates are not in the tarball.
+# A tree unpacked for an earlier series lacks what this one touches anew:
+# unpacked again when the list grew.
+mapfile -t files < <(series_patches | sed "s|^|$PATCHES/|" | xargs sed -n 's|^--- a/||p' | sort -u)
+if [ ! -d "$tree/.git" ] || [ ! -f "$tree.files" ] ||
+	[ -n "$(printf '%s\n' "${files[@]}" | comm -23 - "$tree.files")" ]; then
 	deb=$CACHE/debs/${BASE_PKG}_${newest}_all.deb
 	if [ ! -f "$deb" ]; then
 		(cd "$CACHE/debs" && apt-get download "$BASE_PKG=$newest") ||
 			die "cannot download $BASE_PKG $newest"
 		[ -f "$deb" ] || mv "$CACHE"/debs/"${BASE_PKG}"_*"${newest#*-}"*_all.deb "$deb"
 	fi
-	# Only what the series touches; files it creates are not in the tarball.
-	mapfile -t files < <(series_patches | sed "s|^|$PATCHES/|" | xargs sed -n 's|^--- a/||p' | sort -u)
 	rm -rf "$tree.tmp" && mkdir -p "$tree.tmp"
 	log "unpacking the ${#files[@]} files the series touches from $deb"
 	dpkg-deb --fsys-tarfile "$deb" | tar -x -O "./usr/src/$BASE_PKG.tar.xz" |
@@ -44,6 +47,7 @@ if [ ! -d "$tree/.git" ]; then
 	git -C "$tree.tmp" commit -q -m "base: Debian $BASE_PKG $newest (files the series touches)"
 	rm -rf "$tree" "$tree.tmp.log"
 	mv "$tree.tmp" "$tree"
+	printf '%s\n' "${files[@]}" >"$tree.files"
 fi
 git -C "$tree" checkout -q -f -B newest base
 if "$TOP/workbench/tree/apply.sh" "$tree" 2>"$tree.apply.log"; then
