@@ -577,7 +577,8 @@ def not_measured_lines(reasons, lines):
 
 MODE_ORDER = ["interrupts", "interrupts+matched", "interrupts+spinners", "busy-inline", "busy-thread",
               "threaded-busy", "threaded-busy-adaptive", "threaded-busy+block", "threaded-busy+other", "threaded",
-              "threaded-busy+all", "epoll-prefer", "epoll-suspend", "uring-prefer", "uring-suspend"]
+              "threaded-busy+all", "epoll-prefer", "epoll-suspend", "uring-prefer", "uring-suspend",
+              "xsk-prefer", "xsk-suspend"]
 WORKLOAD_ORDER = {}
 
 
@@ -1229,6 +1230,8 @@ def mc_findings(device, loads, agg, lines, summary):
 
 GOAL_THREADED = "threaded busy poll at the lowest rate"
 GOAL_SUSPEND = "IRQ suspension at the saturated point"
+GOAL_XSK = "IRQ suspension for AF_XDP at the lowest rate"
+XSK_IRQ_RATIO = 0.2     # xsk-suspend's RX IRQs (re-arms) per request vs xsk-prefer's
 GOAL_OFF = ("features off: NAPI core instructions ≤ base + 0.5 %, SUT counts within ± 0.5 % "
             "of the base, at the lowest rate")
 # Devices whose interrupt counts cannot meet an IRQ goal, and why.
@@ -1443,6 +1446,61 @@ def goal_threaded(device, rr_agg):
                              f"{transport.upper()} {key[2]} pkt/s + {key[3]} us, {judged_text(a)}",
                              checks, broken_reps(a)))
     return rows
+
+
+def xsk_ratio_check(label, a, b, key):
+    """KEY per request of the xsk-suspend cell A ≤ XSK_IRQ_RATIO × that
+    of the xsk-prefer cell B, in every pair of repetitions."""
+    if not b:
+        return unmeasured(label, "xsk-prefer not run at this rate")
+    values, refs = sut_values(a, key), sut_values(b, key)
+    why = a["not_measured"].get("irqs" if key == "rx_irqs" else "rearms")
+    return ratio_refusal(label, values, refs, why, "xsk-prefer's") or \
+        check(label, extremes(values, refs), lambda v: v <= XSK_IRQ_RATIO,
+              f"≤ {XSK_IRQ_RATIO} × {span(refs)}", shown=span(values))
+
+
+def goal_xsk(device, rr_agg):
+    """AF_XDP suspension (the extension) at the device's lowest rate, in
+    every repetition: the NAPI suspended (suspend events), no RX re-arm
+    and no softirq RX poll while suspended (the model's on a device in
+    MODEL_POLLS: n/a there where the re-arms were counted), SUT RX IRQs
+    and RX re-arms per request ≤ XSK_IRQ_RATIO × xsk-prefer's (the IRQs
+    n/a where the device cannot show them), nothing lost. No row where
+    neither AF_XDP mode ran."""
+    cells = {k: a for k, a in rr_agg.items() if k[0] == device and k[4] == "xsk-suspend"}
+    if not cells:
+        if any(k[0] == device and k[4] == "xsk-prefer" for k in rr_agg):
+            return [goal_row(GOAL_XSK, device, "-", [(
+                "not measured", "xsk-suspend was not run on this device (base kernel or --modes)")])]
+        return []
+    key = min(cells, key=lambda k: (k[2], k[3]))
+    a, b = cells[key], rr_agg.get(key[:4] + ("xsk-prefer",))
+    why, sane = a["not_measured"], sane_reps(a)
+    polls = sut_values(a, "softirq_polls_suspended")
+    if device in MODEL_POLLS and rearms_measured(a):
+        polls_check = ("n/a", f"softirq RX polls while suspended {span(polls, 0)}: n/a "
+                              f"(the model's: {MODEL_POLLS[device]})")
+    else:
+        polls_check = check("softirq RX polls while suspended", polls, lambda v: v == 0, "0",
+                            why.get("suspension"), nd=0)
+    irqs = ("n/a", f"SUT RX IRQs per request: n/a ({NO_IRQS[device]})") if device in NO_IRQS \
+        else xsk_ratio_check(rx_irq_label("SUT RX IRQs per request vs xsk-prefer's", a), a, b,
+                             "rx_irqs")
+    checks = [
+        check("suspend events per request", sut_values(a, "suspend_events"), lambda v: v > 0,
+              "> 0", why.get("suspension")),
+        check("SUT RX re-arms while suspended", sut_values(a, "rx_rearms_suspended"),
+              lambda v: v == 0, "0", why.get("rearms") or why.get("suspension"), nd=0),
+        polls_check,
+        irqs,
+        xsk_ratio_check("SUT RX re-arms per request vs xsk-prefer's", a, b, "rx_rearms"),
+        check("lost", [r["lost"] if r["sent"] else None for r in sane], lambda v: v == 0,
+              "0", "nothing sent",
+              shown=f"{sum(r['lost'] for r in sane)}/{sum(r['sent'] for r in sane)}"),
+    ]
+    return [goal_row(GOAL_XSK, device, f"XDP {key[2]} pkt/s + {key[3]} us, {judged_text(a)}",
+                     checks, broken_reps(a) + (broken_reps(b, "xsk-prefer") if b else []))]
 
 
 def saturated_point(device, mc_agg, variant):
@@ -1701,6 +1759,7 @@ def goals(rr_by_kernel, mc_by_kernel, baseline, missing=()):
                     and m["device"] == device]
             here = (missing_rows(GOAL_THREADED, device, [m for m in gone if m["bench"] == "rr"],
                                  goal_threaded(device, rr_agg))
+                    + goal_xsk(device, rr_agg)
                     + missing_rows(GOAL_SUSPEND, device, [m for m in gone if m["bench"] == "mc"],
                                    goal_suspension(device, mc_agg)))
             rows += [dict(r, kernel=kernel) for r in here]

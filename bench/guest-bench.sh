@@ -8,6 +8,7 @@
 #   at rising rates, up to a busy server) or adaptive (threaded busy
 #   polling with and without giving the core back, against interrupts:
 #   the grid's cells of those modes and the on/off traffic experiment)
+#   or xsk (AF_XDP busy polling with and without IRQ suspension)
 #   or runbook (the dry run of the two-host runbook; make bench's full
 #   plan boots once more for it) or spinning (the spinning modes'
 #   latency cells with their matched control and the collapse
@@ -112,6 +113,14 @@ baseline)
 	rr+=(--modes "${BENCH_BASELINE_MODE:-interrupts}" --rate-scale "${BENCH_RATE_SCALE:-0.05}" --duration 2 --warmup 0.3
 	     --workload-indexes "$workloads")
 	;;
+xsk)
+	# AF_XDP busy polling with and without IRQ suspension (the
+	# extension), copy mode, on the NICs with interrupts, at the grid's
+	# rates.
+	rr+=(--devices "${BENCH_XSK_DEVICES:-virtio igb}" --transports xdp --modes "xsk-prefer xsk-suspend"
+	     --rate-scale "${BENCH_RATE_SCALE:-0.05}" --duration 2 --warmup 0.3
+	     --workload-indexes "$workloads")
+	;;
 busy)
 	# The 125 kpps seed workload, scaled from light to what saturates
 	# the server under TCG; epoll and io_uring side by side, on the NICs
@@ -140,6 +149,11 @@ busy)
 esac
 if [ "$plan" = smoke ] || [ "$plan" = spinning ]; then
 	"$py" "$here/rr_grid.py" "${rr[@]}" "${collapse[@]}" || rc=1
+fi
+if [ "$plan" = smoke ]; then
+	# The AF_XDP modes need a driver's NAPI (netdevsim's XDP is generic).
+	"$py" "$here/rr_grid.py" "${rr[@]}" --devices virtio --transports xdp \
+		--modes "xsk-prefer xsk-suspend" || rc=1
 fi
 if [ "$plan" = full ] || [ "$plan" = smoke ] || [ "$plan" = adaptive ]; then
 	# The lowest seed workload, scaled as the grid's; the warm-up is a burst.

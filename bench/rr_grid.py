@@ -46,6 +46,16 @@ MODES = {
                      ["--poll", "uring", "--busy-poll-usecs", "0"]),
     "uring-suspend": (dict(defer=100, gro=15000, irq_suspend=20000000),
                       ["--poll", "uring", "--busy-poll-usecs", "0"]),
+    # AF_XDP's preferred busy polling: the receiver kicks recvfrom() on
+    # an empty RX ring (SO_PREFER_BUSY_POLL, SO_BUSY_POLL_BUDGET 64), as
+    # Firedancer's and DPDK's af_xdp do. With an irq-suspend-timeout the
+    # socket's busy polls that find work suspend the NAPI's IRQs (the
+    # extension); its SO_BUSY_POLL time is the idle span that ends the
+    # suspension, here as long as the timeout.
+    "xsk-prefer": (dict(defer=100, gro=15000),
+                   ["--poll", "busy", "--busy-poll-usecs", "20000", "--budget", "64"]),
+    "xsk-suspend": (dict(defer=100, gro=15000, irq_suspend=20000000),
+                    ["--poll", "busy", "--busy-poll-usecs", "20000", "--budget", "64"]),
 }
 GRID_MODES = list(MODES)
 
@@ -96,13 +106,16 @@ OTHER_NAPIS_ONLY = {"threaded-busy+all"}
 # 6250 pps + 6 us at rate scale 0.05.
 COLLAPSE_WORKLOADS = [2, 1]
 PATCHED_ONLY = {"threaded-busy", "threaded-busy-adaptive", "epoll-suspend", "uring-suspend", "threaded-busy+block",
-                "threaded-busy+other", "threaded-busy+all"}
+                "threaded-busy+other", "threaded-busy+all", "xsk-suspend"}
 # io_uring polls sockets: AF_XDP has its own rings. threaded-busy+all
 # cannot run on XDP: attaching the XDP program makes igb disable its
 # NAPIs (napi_disable() with RTNL held), which waits for a kthread that
 # the other FIFO kthread on its CPU never lets run: the set-up deadlocks
 # by construction (napi.rst), as a bench run did.
 UDP_ONLY = {"uring-prefer", "uring-suspend", "threaded-busy+all"}
+# The AF_XDP socket's own busy polling; netdevsim's generic XDP gives the
+# socket no NAPI to poll.
+XDP_ONLY = {"xsk-prefer", "xsk-suspend"}
 # The on/off experiment (--on-off): the modes whose kthread CPU time and
 # IRQs it compares when traffic comes in bursts with idle gaps between
 # them, longer than threaded-busy-adaptive's irq-suspend-timeout.
@@ -286,6 +299,8 @@ def main():
                     for transport in args.transports.split():
                         for mode in bl.rotated(wanted, rep):
                             if transport != "udp" and mode in UDP_ONLY:
+                                continue
+                            if mode in XDP_ONLY and (transport != "xdp" or pair.kind == "netdevsim"):
                                 continue
                             failures += not run_cell(args, pair, modes, mode, transport,
                                                      workload, rep, out)

@@ -283,6 +283,54 @@ def test_goal_threaded_pass_missed_and_not_measured():
     assert row["status"] == "not measured"
 
 
+XSK_PREFER = dict(rx_irqs=0.5, rx_rearms=0.5, suspend_events=0.0)
+XSK_SUSPEND = dict(rx_irqs=0.02, rx_rearms=0.02, suspend_events=0.01, softirq_polls_suspended=0,
+                   rx_rearms_suspended=0)
+
+
+def xsk_goal(device="virtio", prefer=XSK_PREFER, suspend=XSK_SUSPEND, reps=2):
+    cells = [rr_cell(mode, 100, rep, device=device, transport="xdp", **sut)
+             for rep in range(reps)
+             for mode, sut in (("xsk-prefer", prefer), ("xsk-suspend", suspend)) if sut]
+    return bench_report.goal_xsk(device, bench_report.rr_cells(cells))
+
+
+def test_goal_xsk_passes_when_suspension_cuts_irqs_and_rearms():
+    [row] = xsk_goal()
+    assert row["goal"] == bench_report.GOAL_XSK and row["status"] == "pass", row
+    assert row["where"] == "XDP 600 pkt/s + 0 us, n=2/2"
+    assert "SUT RX IRQs per request vs xsk-prefer's 0.020 (≤ 0.2 × 0.500)" in row["figures"]
+
+
+def test_goal_xsk_missed_when_suspension_never_engages():
+    # What a kernel without the extension gives: the same counts as xsk-prefer.
+    [row] = xsk_goal(suspend=dict(XSK_PREFER, softirq_polls_suspended=0, rx_rearms_suspended=0))
+    assert row["status"] == "missed"
+    assert "MISSED suspend events per request 0.000 (> 0)" in row["figures"]
+    assert "MISSED SUT RX IRQs per request vs xsk-prefer's 0.500" in row["figures"]
+
+
+def test_goal_xsk_rearms_judge_where_irqs_cannot():
+    [row] = xsk_goal(device="igb", suspend=dict(XSK_SUSPEND, softirq_polls_suspended=40))
+    assert row["status"] == "partial", row
+    assert "SUT RX IRQs per request: n/a (QEMU's 82576 model" in row["figures"]
+    assert "softirq RX polls while suspended 40: n/a (the model's" in row["figures"]
+    [row] = xsk_goal(device="igb", suspend=dict(XSK_SUSPEND, rx_rearms_suspended=3))
+    assert row["status"] == "missed" and "MISSED SUT RX re-arms while suspended 3" in row["figures"]
+
+
+def test_goal_xsk_needs_its_reference_and_says_why():
+    [row] = xsk_goal(prefer=None)
+    assert row["status"] == "not measured"
+    assert "not measured (xsk-prefer not run at this rate)" in row["figures"]
+    # A reference without re-arms gives no ratio: broken, never a pass.
+    [row] = xsk_goal(prefer=dict(XSK_PREFER, rx_rearms=0.0))
+    assert row["status"] == "broken" and "no ratio, xsk-prefer's 0.000" in row["figures"]
+    assert not xsk_goal(suspend=None, prefer=None)
+    [row] = xsk_goal(suspend=None)
+    assert row["status"] == "not measured"
+
+
 def test_goal_suspension_needs_a_saturated_point():
     busy = dict(suspended_frac=0.95, softirq_polls_suspended=0)
     agg = bench_report.mc_points([mc_point("defer20", 4000, 97, 900, 1.0),

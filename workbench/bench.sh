@@ -5,7 +5,7 @@
 # build/results/bench.
 # usage: bench.sh [PLAN [OBJ]]
 #   PLAN  full (default), smoke (one short cell per mode, for CI),
-#         collapse, busy or adaptive (single experiments, see
+#         collapse, busy, adaptive or xsk (single experiments, see
 #         bench/guest-bench.sh), runbook (only the dry run of the two-host
 #         runbook, bench/host/runbook_dryrun.py; full ends with it, in a
 #         boot of its own, unless BENCH_RUNBOOK_DRYRUN=0), spinning (the
