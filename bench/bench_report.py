@@ -30,6 +30,7 @@ import sys
 from collections import defaultdict
 
 import insn_ranges
+import rr_grid
 import seed_tables
 
 PCTS = ("p5", "p50", "p95", "p99")
@@ -454,6 +455,17 @@ def rr_cells(cells):
     return agg
 
 
+def why_not_run(mode, device, transport):
+    """Why MODE has no cell on DEVICE and TRANSPORT where other modes do."""
+    if mode in rr_grid.UDP_ONLY and transport != "udp":
+        return "UDP only"
+    if mode in rr_grid.XDP_ONLY and transport != "xdp":
+        return "AF_XDP only"
+    if mode in rr_grid.XDP_ONLY and device == "netdevsim":
+        return "netdevsim's generic XDP has no NAPI to busy poll"
+    return "not in this run's plan for it"
+
+
 def rr_tables(run, agg, lines, summary):
     all_modes = sorted({k[4] for k in agg}, key=mode_key)
     combos = sorted({k[:2] for k in agg})
@@ -463,10 +475,11 @@ def rr_tables(run, agg, lines, summary):
             lines.append(f"{TCG_NOTE}\n")
         here = [m for m in all_modes if any(k[:2] == (device, transport) and k[4] == m
                                              for k in agg)]
-        if len(here) < len(all_modes):
-            lines.append(f"Not run on {transport.upper()}: "
-                         f"{', '.join(m for m in all_modes if m not in here)} "
-                         "(rr_grid.py runs them on UDP only).\n")
+        absent = [m for m in all_modes if m not in here]
+        if absent:
+            lines.append(f"Not run on {device}, {transport.upper()}: "
+                         + "; ".join(f"{m} ({why_not_run(m, device, transport)})" for m in absent)
+                         + ".\n")
         modes = here
         lines.append("| Experiment | " + " | ".join(modes) + " |")
         lines.append("|---|" + "---|" * len(modes))
@@ -1694,9 +1707,10 @@ def missing_results(runs):
     "bench", "device", "transport" (None: the whole device), "why"}]: a
     device whose pair could not be set up (its skip record), a device
     its plan record names and no cell or skip record does (the run
-    stopped before it), or a transport of the latency grid that its plan
-    or other devices of the run got and this one did not. The spinning
-    plan's boots judge no goal."""
+    stopped before it), or a transport of the latency grid that the plans
+    naming the device set out to run (where none does, that the run's
+    other devices got) and it did not. The spinning plan's boots judge no
+    goal."""
     out = []
     for run in runs:
         if run["plan"] == "spinning":
@@ -1720,9 +1734,14 @@ def missing_results(runs):
                 continue
             transports = {c["transport"] for c in cells} | \
                 {t for p in plans for t in p.get("transports", [])}
+            planned = defaultdict(set)
+            for p in plans:
+                for device in p.get("devices", []):
+                    planned[device] |= set(p.get("transports", []))
             for device in sorted(ran):
-                for transport in sorted(transports - {c["transport"] for c in cells
-                                                      if c["device"] == device}):
+                expected = planned.get(device) or transports
+                for transport in sorted(expected - {c["transport"] for c in cells
+                                                    if c["device"] == device}):
                     out.append({"kernel": run["kernel"], "plan": run["plan"], "bench": bench,
                                 "device": device, "transport": transport,
                                 "why": f"{run['dir']}: no {transport.upper()} cell recorded "

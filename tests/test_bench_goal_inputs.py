@@ -85,6 +85,19 @@ def test_a_planned_device_the_run_never_reached_is_a_broken_goal_row(tmp_path):
     assert [r["cells"] for r in summary["run_time"]] == [1]
 
 
+def test_a_device_is_owed_only_the_transports_its_plans_name(tmp_path):
+    """The smoke plan: netdevsim's grid on UDP and XDP, then virtio's
+    AF_XDP modes on XDP alone; virtio owes no UDP cell."""
+    top = str(tmp_path)
+    write_run(top, "run1-patched-smoke", "patched",
+              rr=[plan("rr", ["netdevsim"], transports=["xdp", "udp"], experiment="grid"),
+                  rr_cell("threaded-busy", 100, **THREADED_GOOD),
+                  rr_cell("threaded-busy", 100, transport="xdp", **THREADED_GOOD),
+                  plan("rr", ["virtio"], transports=["xdp"], experiment="grid"),
+                  rr_cell("xsk-prefer", 100, device="virtio", transport="xdp")])
+    assert bench_report.missing_results(bench_report.load_runs(top)) == []
+
+
 def test_the_runbook_dry_run_reads_plan_records_as_no_cell(tmp_path):
     dryrun = load_script("runbook_dryrun", os.path.join(BENCH, "host", "runbook_dryrun.py"))
     path = tmp_path / "rr.jsonl"
