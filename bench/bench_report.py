@@ -1467,7 +1467,10 @@ def xsk_ratio_check(label, a, b, key):
     if not b:
         return unmeasured(label, "xsk-prefer not run at this rate")
     values, refs = sut_values(a, key), sut_values(b, key)
-    why = a["not_measured"].get("irqs" if key == "rx_irqs" else "rearms")
+    what = "irqs" if key == "rx_irqs" else "rearms"
+    why = a["not_measured"].get(what) or b["not_measured"].get(what)
+    if key == "rx_irqs" and (None in values + refs or not values) and rearms_measured(a):
+        return "n/a", f"{label}: n/a (not measured: {why or 'no figure'}; the re-arms judge)"
     return ratio_refusal(label, values, refs, why, "xsk-prefer's") or \
         check(label, extremes(values, refs), lambda v: v <= XSK_IRQ_RATIO,
               f"≤ {XSK_IRQ_RATIO} × {span(refs)}", shown=span(values))
@@ -1704,7 +1707,8 @@ def goal_plans(run, bench):
 
 def missing_results(runs):
     """What a run planned and has no result for, as [{"kernel", "plan",
-    "bench", "device", "transport" (None: the whole device), "why"}]: a
+    "bench", "device", "transport" (None: the whole device), "why",
+    "modes" (rr: what the plans naming the device set out to run)}]: a
     device whose pair could not be set up (its skip record), a device
     its plan record names and no cell or skip record does (the run
     stopped before it), or a transport of the latency grid that the plans
@@ -1721,31 +1725,34 @@ def missing_results(runs):
             plans = goal_plans(run, bench)
             never = {d for p in plans for d in p.get("devices", [])} - ran - \
                 {device for kind, device in run["skipped"] if kind == bench}
+            here = []
             for (kind, device), error in sorted(run["skipped"].items()):
                 if kind == bench and device not in ran:
-                    out.append({"kernel": run["kernel"], "plan": run["plan"], "bench": bench,
-                                "device": device, "transport": None,
-                                "why": f"{run['dir']}: {bench} set-up failed: {error}"[:160]})
-            out += [{"kernel": run["kernel"], "plan": run["plan"], "bench": bench,
-                     "device": device, "transport": None,
-                     "why": f"{run['dir']}: {bench} planned, no cell recorded (the run "
-                            "stopped before it)"} for device in sorted(never)]
-            if bench != "rr":
-                continue
-            transports = {c["transport"] for c in cells} | \
-                {t for p in plans for t in p.get("transports", [])}
-            planned = defaultdict(set)
-            for p in plans:
-                for device in p.get("devices", []):
-                    planned[device] |= set(p.get("transports", []))
-            for device in sorted(ran):
-                expected = planned.get(device) or transports
-                for transport in sorted(expected - {c["transport"] for c in cells
-                                                    if c["device"] == device}):
-                    out.append({"kernel": run["kernel"], "plan": run["plan"], "bench": bench,
-                                "device": device, "transport": transport,
-                                "why": f"{run['dir']}: no {transport.upper()} cell recorded "
-                                       "(planned, or the run's other devices have them)"})
+                    here.append({"device": device, "transport": None,
+                                 "why": f"{run['dir']}: {bench} set-up failed: {error}"[:160]})
+            here += [{"device": device, "transport": None,
+                      "why": f"{run['dir']}: {bench} planned, no cell recorded (the run "
+                             "stopped before it)"} for device in sorted(never)]
+            if bench == "rr":
+                transports = {c["transport"] for c in cells} | \
+                    {t for p in plans for t in p.get("transports", [])}
+                planned = defaultdict(set)
+                for p in plans:
+                    for device in p.get("devices", []):
+                        planned[device] |= set(p.get("transports", []))
+                for device in sorted(ran):
+                    expected = planned.get(device) or transports
+                    here += [{"device": device, "transport": transport,
+                              "why": f"{run['dir']}: no {transport.upper()} cell recorded "
+                                     "(planned, or the run's other devices have them)"}
+                             for transport in sorted(expected - {c["transport"] for c in cells
+                                                                 if c["device"] == device})]
+            for m in here:
+                m.update(kernel=run["kernel"], plan=run["plan"], bench=bench)
+                if bench == "rr":
+                    m["modes"] = sorted({mode for p in plans if m["device"] in p.get("devices", [])
+                                         for mode in p.get("modes", [])})
+            out += here
     return out
 
 
@@ -1778,7 +1785,10 @@ def goals(rr_by_kernel, mc_by_kernel, baseline, missing=()):
                     and m["device"] == device]
             here = (missing_rows(GOAL_THREADED, device, [m for m in gone if m["bench"] == "rr"],
                                  goal_threaded(device, rr_agg))
-                    + goal_xsk(device, rr_agg)
+                    + missing_rows(GOAL_XSK, device, [m for m in gone if m["bench"] == "rr"
+                                                      and "xsk-suspend" in m.get("modes", [])
+                                                      and m["transport"] in (None, "xdp")],
+                                   goal_xsk(device, rr_agg))
                     + missing_rows(GOAL_SUSPEND, device, [m for m in gone if m["bench"] == "mc"],
                                    goal_suspension(device, mc_agg)))
             rows += [dict(r, kernel=kernel) for r in here]

@@ -283,7 +283,7 @@ def main():
     failures = 0
     with open(os.path.join(args.out, "rr.jsonl"), "a") as out:
         bl.record_plan(out, "rr", args.devices.split(), transports=args.transports.split(),
-                       experiment=experiment(args), reps=args.reps)
+                       experiment=experiment(args), reps=args.reps, modes=args.modes.split())
         for pair, modes in bl.each_pair("rr", args.devices.split(), ynl, out):
             wanted = [m for m in args.modes.split()
                       if (modes.has_napi_set or m not in PATCHED_ONLY)

@@ -98,6 +98,20 @@ def test_a_device_is_owed_only_the_transports_its_plans_name(tmp_path):
     assert bench_report.missing_results(bench_report.load_runs(top)) == []
 
 
+def test_a_device_planned_for_xsk_suspend_without_xdp_cells_breaks_its_goal(tmp_path):
+    top = str(tmp_path)
+    write_run(top, "run1-patched-xsk", "patched",
+              rr=[plan("rr", ["virtio", "igb"], transports=["xdp"], experiment="grid",
+                       modes=["xsk-prefer", "xsk-suspend"]),
+                  rr_cell("xsk-prefer", 100, device="virtio", transport="xdp")])
+    rc, summary, _ = report(top)
+    [row] = goal_rows(summary, bench_report.GOAL_XSK, "igb")
+    assert row["status"] == "broken" and "planned, no cell recorded" in row["result"], row
+    [row] = goal_rows(summary, bench_report.GOAL_XSK, "virtio")
+    assert row["status"] == "not measured", row
+    assert rc == 1
+
+
 def test_the_runbook_dry_run_reads_plan_records_as_no_cell(tmp_path):
     dryrun = load_script("runbook_dryrun", os.path.join(BENCH, "host", "runbook_dryrun.py"))
     path = tmp_path / "rr.jsonl"

@@ -319,6 +319,13 @@ def test_goal_xsk_rearms_judge_where_irqs_cannot():
     assert row["status"] == "missed" and "MISSED SUT RX re-arms while suspended 3" in row["figures"]
 
 
+def test_goal_xsk_without_irq_counts_the_rearms_judge():
+    cell = dict(XSK_SUSPEND, rx_irqs=None)
+    [row] = xsk_goal(suspend=cell, prefer=dict(XSK_PREFER, rx_irqs=None))
+    assert row["status"] == "partial", row
+    assert "IRQs per request vs xsk-prefer's: n/a (not measured" in row["figures"]
+
+
 def test_goal_xsk_needs_its_reference_and_says_why():
     [row] = xsk_goal(prefer=None)
     assert row["status"] == "not measured"
