@@ -1463,27 +1463,33 @@ def goal_threaded(device, rr_agg):
 
 def xsk_ratio_check(label, a, b, key):
     """KEY per request of the xsk-suspend cell A ≤ XSK_IRQ_RATIO × that
-    of the xsk-prefer cell B, in every pair of repetitions."""
+    of the xsk-prefer cell B in every pair of repetitions; where B's are
+    under MIN_REF, too few to divide by (a receiver that keeps calling
+    keeps them low with prefer busy polling alone), A's must be too."""
     if not b:
         return unmeasured(label, "xsk-prefer not run at this rate")
     values, refs = sut_values(a, key), sut_values(b, key)
-    what = "irqs" if key == "rx_irqs" else "rearms"
+    what = {"rx_irqs": "irqs", "rx_rearms": "rearms"}.get(key, "polls")
     why = a["not_measured"].get(what) or b["not_measured"].get(what)
     if key == "rx_irqs" and (None in values + refs or not values) and rearms_measured(a):
         return "n/a", f"{label}: n/a (not measured: {why or 'no figure'}; the re-arms judge)"
-    return ratio_refusal(label, values, refs, why, "xsk-prefer's") or \
-        check(label, extremes(values, refs), lambda v: v <= XSK_IRQ_RATIO,
-              f"≤ {XSK_IRQ_RATIO} × {span(refs)}", shown=span(values))
+    refusal = ratio_refusal(label, values, refs, why, "xsk-prefer's")
+    if refusal and refusal[0] == "broken" and not not_counts(values + refs):
+        return check(label, values, lambda v: v <= MIN_REF,
+                     f"≤ {MIN_REF}: xsk-prefer's {span(refs)} is too few to divide by")
+    return refusal or check(label, extremes(values, refs), lambda v: v <= XSK_IRQ_RATIO,
+                            f"≤ {XSK_IRQ_RATIO} × {span(refs)}", shown=span(values))
 
 
 def goal_xsk(device, rr_agg):
     """AF_XDP suspension (the extension) at the device's lowest rate, in
-    every repetition: the NAPI suspended (suspend events), no RX re-arm
-    and no softirq RX poll while suspended (the model's on a device in
-    MODEL_POLLS: n/a there where the re-arms were counted), SUT RX IRQs
-    and RX re-arms per request ≤ XSK_IRQ_RATIO × xsk-prefer's (the IRQs
-    n/a where the device cannot show them), nothing lost. No row where
-    neither AF_XDP mode ran."""
+    every repetition: the NAPI suspended (suspend events) for ≥ 90 % of
+    the window, no RX re-arm and no softirq RX poll while suspended (the
+    model's on a device in MODEL_POLLS: n/a there where the re-arms were
+    counted), softirq RX polls with work, RX IRQs and RX re-arms per
+    request ≤ XSK_IRQ_RATIO × xsk-prefer's (see xsk_ratio_check(); the
+    IRQs n/a where the device cannot show them), nothing lost. No row
+    where neither AF_XDP mode ran."""
     cells = {k: a for k, a in rr_agg.items() if k[0] == device and k[4] == "xsk-suspend"}
     if not cells:
         if any(k[0] == device and k[4] == "xsk-prefer" for k in rr_agg):
@@ -1500,15 +1506,20 @@ def goal_xsk(device, rr_agg):
     else:
         polls_check = check("softirq RX polls while suspended", polls, lambda v: v == 0, "0",
                             why.get("suspension"), nd=0)
+    frac = [v * 100 if v is not None else None for v in sut_values(a, "suspended_frac")]
     irqs = ("n/a", f"SUT RX IRQs per request: n/a ({NO_IRQS[device]})") if device in NO_IRQS \
         else xsk_ratio_check(rx_irq_label("SUT RX IRQs per request vs xsk-prefer's", a), a, b,
                              "rx_irqs")
     checks = [
         check("suspend events per request", sut_values(a, "suspend_events"), lambda v: v > 0,
               "> 0", why.get("suspension")),
+        check("time suspended", frac, lambda v: v >= 90, "≥ 90 %", why.get("suspension"),
+              shown=f"{span(frac, 1)} %"),
         check("SUT RX re-arms while suspended", sut_values(a, "rx_rearms_suspended"),
               lambda v: v == 0, "0", why.get("rearms") or why.get("suspension"), nd=0),
         polls_check,
+        xsk_ratio_check("SUT softirq RX polls with work per request vs xsk-prefer's", a, b,
+                        "rx_polls_softirq"),
         irqs,
         xsk_ratio_check("SUT RX re-arms per request vs xsk-prefer's", a, b, "rx_rearms"),
         check("lost", [r["lost"] if r["sent"] else None for r in sane], lambda v: v == 0,

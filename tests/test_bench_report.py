@@ -283,9 +283,9 @@ def test_goal_threaded_pass_missed_and_not_measured():
     assert row["status"] == "not measured"
 
 
-XSK_PREFER = dict(rx_irqs=0.5, rx_rearms=0.5, suspend_events=0.0)
+XSK_PREFER = dict(rx_irqs=0.5, rx_rearms=0.5, suspend_events=0.0, rx_polls_softirq=0.4)
 XSK_SUSPEND = dict(rx_irqs=0.02, rx_rearms=0.02, suspend_events=0.01, softirq_polls_suspended=0,
-                   rx_rearms_suspended=0)
+                   rx_rearms_suspended=0, rx_polls_softirq=0.0, suspended_frac=0.99)
 
 
 def xsk_goal(device="virtio", prefer=XSK_PREFER, suspend=XSK_SUSPEND, reps=2):
@@ -307,6 +307,9 @@ def test_goal_xsk_missed_when_suspension_never_engages():
     [row] = xsk_goal(suspend=dict(XSK_PREFER, softirq_polls_suspended=0, rx_rearms_suspended=0))
     assert row["status"] == "missed"
     assert "MISSED suspend events per request 0.000 (> 0)" in row["figures"]
+    assert "MISSED time suspended 0.0 %" in row["figures"]
+    assert "MISSED SUT softirq RX polls with work per request vs xsk-prefer's 0.400" \
+        in row["figures"]
     assert "MISSED SUT RX IRQs per request vs xsk-prefer's 0.500" in row["figures"]
 
 
@@ -330,9 +333,14 @@ def test_goal_xsk_needs_its_reference_and_says_why():
     [row] = xsk_goal(prefer=None)
     assert row["status"] == "not measured"
     assert "not measured (xsk-prefer not run at this rate)" in row["figures"]
-    # A reference without re-arms gives no ratio: broken, never a pass.
+    # A reference too small to divide by: the suspension's own count must be as small.
     [row] = xsk_goal(prefer=dict(XSK_PREFER, rx_rearms=0.0))
-    assert row["status"] == "broken" and "no ratio, xsk-prefer's 0.000" in row["figures"]
+    assert row["status"] == "missed", row
+    assert "MISSED SUT RX re-arms per request vs xsk-prefer's 0.020 (≤ 0.01: xsk-prefer's " \
+        "0.000 is too few to divide by)" in row["figures"]
+    [row] = xsk_goal(prefer=dict(XSK_PREFER, rx_rearms=0.0),
+                     suspend=dict(XSK_SUSPEND, rx_rearms=0.0))
+    assert row["status"] == "pass", row
     assert not xsk_goal(suspend=None, prefer=None)
     [row] = xsk_goal(suspend=None)
     assert row["status"] == "not measured"
