@@ -318,6 +318,8 @@ def test_goal_xsk_rearms_judge_where_irqs_cannot():
     assert row["status"] == "partial", row
     assert "SUT RX IRQs per request: n/a (QEMU's 82576 model" in row["figures"]
     assert "softirq RX polls while suspended 40: n/a (the model's" in row["figures"]
+    assert "softirq RX polls with work per request vs xsk-prefer's 0.000 vs 0.400: n/a " \
+        "(the model's" in row["figures"]
     [row] = xsk_goal(device="igb", suspend=dict(XSK_SUSPEND, rx_rearms_suspended=3))
     assert row["status"] == "missed" and "MISSED SUT RX re-arms while suspended 3" in row["figures"]
 
