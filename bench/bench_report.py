@@ -1461,6 +1461,17 @@ def goal_threaded(device, rr_agg):
     return rows
 
 
+def suspended_polls_check(device, a, why):
+    """No softirq RX poll while suspended in any repetition of A; n/a on
+    a device in MODEL_POLLS where the re-arms were counted (the model's
+    polls: the re-arms judge)."""
+    polls = sut_values(a, "softirq_polls_suspended")
+    if device in MODEL_POLLS and rearms_measured(a):
+        return ("n/a", f"softirq RX polls while suspended {span(polls, 0)}: n/a "
+                       f"(the model's: {MODEL_POLLS[device]})")
+    return check("softirq RX polls while suspended", polls, lambda v: v == 0, "0", why, nd=0)
+
+
 def xsk_ratio_check(label, a, b, key):
     """KEY per request of the xsk-suspend cell A ≤ XSK_IRQ_RATIO × that
     of the xsk-prefer cell B in every pair of repetitions; where B's are
@@ -1499,13 +1510,7 @@ def goal_xsk(device, rr_agg):
     key = min(cells, key=lambda k: (k[2], k[3]))
     a, b = cells[key], rr_agg.get(key[:4] + ("xsk-prefer",))
     why, sane = a["not_measured"], sane_reps(a)
-    polls = sut_values(a, "softirq_polls_suspended")
-    if device in MODEL_POLLS and rearms_measured(a):
-        polls_check = ("n/a", f"softirq RX polls while suspended {span(polls, 0)}: n/a "
-                              f"(the model's: {MODEL_POLLS[device]})")
-    else:
-        polls_check = check("softirq RX polls while suspended", polls, lambda v: v == 0, "0",
-                            why.get("suspension"), nd=0)
+    polls_check = suspended_polls_check(device, a, why.get("suspension"))
     label = "SUT softirq RX polls with work per request vs xsk-prefer's"
     if device in MODEL_POLLS and rearms_measured(a):
         work_polls = ("n/a", f"{label} {span(sut_values(a, 'rx_polls_softirq'))} vs "
@@ -1598,13 +1603,7 @@ def goal_suspension(device, mc_agg):
                                                  defer, load)
         why = a["not_measured"].get("suspension")
         frac = [v * 100 if v is not None else None for v in sut_values(a, "suspended_frac")]
-        polls = sut_values(a, "softirq_polls_suspended")
-        if device in MODEL_POLLS and rearms_measured(a):
-            polls_check = ("n/a", f"softirq RX polls while suspended {span(polls, 0)}: n/a "
-                                  f"(the model's: {MODEL_POLLS[device]})")
-        else:
-            polls_check = check("softirq RX polls while suspended", polls, lambda v: v == 0, "0",
-                                why, nd=0)
+        polls_check = suspended_polls_check(device, a, why)
         checks = [irq,
                   check("time suspended", frac, lambda v: v >= 90, "≥ 90 %", why,
                         shown=f"{span(frac, 1)} %"),
