@@ -455,17 +455,6 @@ def rr_cells(cells):
     return agg
 
 
-def why_not_run(mode, device, transport):
-    """Why MODE has no cell on DEVICE and TRANSPORT where other modes do."""
-    if mode in rr_grid.UDP_ONLY and transport != "udp":
-        return "UDP only"
-    if mode in rr_grid.XDP_ONLY and transport != "xdp":
-        return "AF_XDP only"
-    if mode in rr_grid.XDP_ONLY and device == "netdevsim":
-        return "netdevsim's generic XDP has no NAPI to busy poll"
-    return "not in this run's plan for it"
-
-
 def rr_tables(run, agg, lines, summary):
     all_modes = sorted({k[4] for k in agg}, key=mode_key)
     combos = sorted({k[:2] for k in agg})
@@ -478,7 +467,8 @@ def rr_tables(run, agg, lines, summary):
         absent = [m for m in all_modes if m not in here]
         if absent:
             lines.append(f"Not run on {device}, {transport.upper()}: "
-                         + "; ".join(f"{m} ({why_not_run(m, device, transport)})" for m in absent)
+                         + "; ".join(f"{m} ({rr_grid.not_run_because(m, transport, device) or 'not in this run'})"
+                                     for m in absent)
                          + ".\n")
         modes = here
         lines.append("| Experiment | " + " | ".join(modes) + " |")

@@ -19,6 +19,8 @@ import benchlib as bl
 # Seed 000's workloads: (packets per second, client delay in us).
 WORKLOADS = [(12000, 0), (125000, 6), (25000, 38), (32000, 30), (12000, 78)]
 
+# The AF_XDP modes' receiver (see xsk-prefer below).
+XSK_POLL = ["--poll", "busy", "--busy-poll-usecs", "20000", "--budget", "64"]
 # mode: (napi set-up of the SUT, napi_rr --poll). gro_flush_timeout 15 us
 # and busy_read 400 as in the seed's set-up script.
 MODES = {
@@ -52,10 +54,8 @@ MODES = {
     # socket's busy polls that find work suspend the NAPI's IRQs (the
     # extension); its SO_BUSY_POLL time is the idle span that ends the
     # suspension, here as long as the timeout.
-    "xsk-prefer": (dict(defer=100, gro=15000),
-                   ["--poll", "busy", "--busy-poll-usecs", "20000", "--budget", "64"]),
-    "xsk-suspend": (dict(defer=100, gro=15000, irq_suspend=20000000),
-                    ["--poll", "busy", "--busy-poll-usecs", "20000", "--budget", "64"]),
+    "xsk-prefer": (dict(defer=100, gro=15000), XSK_POLL),
+    "xsk-suspend": (dict(defer=100, gro=15000, irq_suspend=20000000), XSK_POLL),
 }
 GRID_MODES = list(MODES)
 
@@ -116,6 +116,18 @@ UDP_ONLY = {"uring-prefer", "uring-suspend", "threaded-busy+all"}
 # The AF_XDP socket's own busy polling; netdevsim's generic XDP gives the
 # socket no NAPI to poll.
 XDP_ONLY = {"xsk-prefer", "xsk-suspend"}
+
+
+def not_run_because(mode, transport, device):
+    """Why the grid runs no cell of MODE on TRANSPORT and DEVICE, None if
+    it does (bench_report.py names the reason under its tables)."""
+    if mode in UDP_ONLY and transport != "udp":
+        return "UDP only"
+    if mode in XDP_ONLY and transport != "xdp":
+        return "AF_XDP only"
+    if mode in XDP_ONLY and device == "netdevsim":
+        return "netdevsim's generic XDP has no NAPI to busy poll"
+    return None
 # The on/off experiment (--on-off): the modes whose kthread CPU time and
 # IRQs it compares when traffic comes in bursts with idle gaps between
 # them, longer than threaded-busy-adaptive's irq-suspend-timeout.
@@ -298,9 +310,7 @@ def main():
                 for workload in workloads:
                     for transport in args.transports.split():
                         for mode in bl.rotated(wanted, rep):
-                            if transport != "udp" and mode in UDP_ONLY:
-                                continue
-                            if mode in XDP_ONLY and (transport != "xdp" or pair.kind == "netdevsim"):
+                            if not_run_because(mode, transport, pair.kind):
                                 continue
                             failures += not run_cell(args, pair, modes, mode, transport,
                                                      workload, rep, out)
