@@ -203,6 +203,22 @@ for dir in "${vmdirs[@]}"; do
 done
 wait
 
+# virtio_net frozen under a flood: a boot of its own (an initramfs guest),
+# on by default in the KASAN flavour's full run, where a read of a freed
+# ring shows. FREEZE_CHECK=1 runs it on any flavour, 0 never.
+freeze_default=0
+[ "$FLAVOUR" = kasan ] && [ -z "${TESTS:-}" ] && freeze_default=1
+if [ "${FREEZE_CHECK:-$freeze_default}" != 0 ]; then
+	step "virtio_net frozen under a flood"
+	extra+=(--extra "freeze-check=$RESULTS/freeze-check.json")
+	if logged freeze-check "$TOP/workbench/vm/virtio-freeze-check.sh" \
+		"$OBJ/arch/x86/boot/bzImage" "${FREEZE_CYCLES:-100}"; then
+		add_result "$RESULTS/freeze-check.json" vm:virtio-freeze vm pass
+	else
+		add_result "$RESULTS/freeze-check.json" vm:virtio-freeze vm fail "$(died_with freeze-check)"
+	fi
+fi
+
 # 'make package' on the kernel built above (no second build): metadata,
 # contents, and the packaged image booted for one short test
 # (PACKAGE_CHECK=0 skips it).
