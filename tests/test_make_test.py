@@ -40,7 +40,8 @@ def make_test(tmp_path, stubs, path_stubs=None, env_extra=None):
                         # make test-subsets runs the unit tests with these
                         "SUBSET", "SELFTESTS_LIST", "BENCH_SMOKE", "PACKAGE_CHECK",
                         "BENCH_VM_TIMEOUT", "KASAN_TIMEOUT_SCALE", "MAKE_TEST_BUDGET",
-                        "MAKE_TEST_CUTS")}
+                        "MAKE_TEST_CUTS", "FREEZE_CHECK", "FREEZE_CYCLES",
+                        "FREEZE_CHECK_TIMEOUT")}
     env.update(NAPI_CACHE=str(tmp_path / "cache"), HOME=str(tmp_path),
                PATH=f"{bindir}:{os.environ['PATH']}", **(env_extra or {}))
     proc = subprocess.run([str(top / "workbench" / "test.sh")], env=env,
@@ -245,9 +246,32 @@ def test_smoke_run_gets_the_slow_kernels_time(tmp_path):
             "ksft-install.sh": "exit 0",
             "vm.sh": "exit 0",
             "check-package.sh": "exit 0",
+            "virtio-freeze-check.sh": "exit 0",
             "bench.sh": f'echo "$BENCH_VM_TIMEOUT" >{run}/smoke-limit',
         }, env_extra={"SKIP_STATIC": "1", "VM_ACCEL": "kvm", "KASAN": kasan})
         assert (run / "smoke-limit").read_text() == limit + "\n", kasan
+
+
+def test_freeze_check_runs_in_the_kasan_flavours_full_run(tmp_path):
+    """virtio_net's freeze check (a boot of its own) runs by default in
+    the KASAN flavour's full run only; FREEZE_CHECK=0 turns it off there,
+    1 on anywhere; a failed check is a FAIL with its reason."""
+    for kasan, switch, exit_code, line in (
+            ("", "", 0, None),
+            ("1", "", 0, "PASS  vm:virtio-freeze"),
+            ("1", "0", 0, None),
+            ("", "1", 0, "PASS  vm:virtio-freeze"),
+            ("1", "", 1, "FAIL  vm:virtio-freeze - KASAN: use-after-free")):
+        run = tmp_path / f"kasan{kasan}-switch{switch}-exit{exit_code}"
+        _, lines = make_test(run, {
+            **STATIC_STEPS_PASS, "build.sh": "exit 0", "ksft-install.sh": "exit 0",
+            "vm.sh": "exit 0", "check-package.sh": "exit 0", "bench.sh": "exit 0",
+            "virtio-freeze-check.sh":
+                f'echo "$2" >{run}/cycles; echo "ERROR: KASAN: use-after-free" >&2; exit {exit_code}',
+        }, env_extra={"SKIP_STATIC": "1", "VM_ACCEL": "kvm", "KASAN": kasan, "FREEZE_CHECK": switch})
+        ran = [x for x in lines if "vm:virtio-freeze" in x]
+        assert ran == ([line] if line else []), (kasan, switch, lines)
+        assert (run / "cycles").exists() == bool(line)
 
 
 def test_skip_static_zero_runs_the_per_patch_checks(tmp_path):

@@ -23,6 +23,14 @@ cuts=()
 # machine. The smoke run's cells took 370 s on a quiet machine, past
 # 420 s on a slow day and 540 s beside other work.
 PACKAGE_CHECK_TIME=300 BENCH_SMOKE_TIME=720
+# virtio_net frozen under a flood (vm/virtio-freeze-check.sh): a boot of
+# its own from an initramfs, on by default in the KASAN flavour's full
+# run, where a read of a freed ring shows. FREEZE_CHECK=1 runs it on any
+# flavour, 0 never.
+freeze_default=0
+[ "$FLAVOUR" = kasan ] && [ -z "${TESTS:-}" ] && freeze_default=1
+FREEZE_CHECK=${FREEZE_CHECK:-$freeze_default} FREEZE_CYCLES=${FREEZE_CYCLES:-100}
+export FREEZE_CHECK_TIMEOUT=${FREEZE_CHECK_TIMEOUT:-$((120 + FREEZE_CYCLES * 15))}
 # KASAN and KCSAN slow the smoke run's guest as they slow the selftests
 # (the debug kernel's limit timed the smoke run out under KASAN).
 case $FLAVOUR in
@@ -185,6 +193,7 @@ for dir in "${vmdirs[@]}"; do
 	[ "$sum" -gt "$total" ] && total=$sum
 done
 later=0
+[ "$FREEZE_CHECK" != 0 ] && later=$((later + FREEZE_CHECK_TIMEOUT + 10))
 [ "${PACKAGE_CHECK:-1}" != 0 ] && [ -z "${TESTS:-}" ] && later=$((later + PACKAGE_CHECK_TIME))
 [ "${BENCH_SMOKE:-1}" != 0 ] && [ -z "${TESTS:-}" ] && later=$((later + BENCH_SMOKE_TIME))
 guest_budget=$((MAKE_TEST_BUDGET - ($(date +%s) - start) - later - VM_BOOT_TIME))
@@ -203,16 +212,11 @@ for dir in "${vmdirs[@]}"; do
 done
 wait
 
-# virtio_net frozen under a flood: a boot of its own (an initramfs guest),
-# on by default in the KASAN flavour's full run, where a read of a freed
-# ring shows. FREEZE_CHECK=1 runs it on any flavour, 0 never.
-freeze_default=0
-[ "$FLAVOUR" = kasan ] && [ -z "${TESTS:-}" ] && freeze_default=1
-if [ "${FREEZE_CHECK:-$freeze_default}" != 0 ]; then
+if [ "$FREEZE_CHECK" != 0 ]; then
 	step "virtio_net frozen under a flood"
 	extra+=(--extra "freeze-check=$RESULTS/freeze-check.json")
 	if logged freeze-check "$TOP/workbench/vm/virtio-freeze-check.sh" \
-		"$OBJ/arch/x86/boot/bzImage" "${FREEZE_CYCLES:-100}"; then
+		"$OBJ/arch/x86/boot/bzImage" "$FREEZE_CYCLES"; then
 		add_result "$RESULTS/freeze-check.json" vm:virtio-freeze vm pass
 	else
 		add_result "$RESULTS/freeze-check.json" vm:virtio-freeze vm fail "$(died_with freeze-check)"
